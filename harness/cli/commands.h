@@ -1,0 +1,25 @@
+// The subcommands of the trainrepro CLI. Each returns the process exit code (see ExitCode).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/scenario/scenario.h"
+
+namespace trainrepro {
+
+struct ConfigResolveArgs {
+  std::string config_file;
+  int64_t world_size = 1;
+};
+int run_config_resolve(const ConfigResolveArgs& args);
+
+struct RunArgs {
+  std::vector<std::string> paths;
+  std::string results_dir;  // empty: no results files
+  std::string filter;       // ECMAScript regex on scenario name or file; empty: all
+  std::optional<DeviceChoice> device;
+};
+int run_scenarios(const RunArgs& args);
+
+}  // namespace trainrepro

@@ -1,0 +1,81 @@
+// The trainrepro command line: parses arguments (CLI11) and hands over to one command.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "harness/cli/commands.h"
+#include "harness/verdict/verdict.h"
+
+namespace {
+
+constexpr const char* kExitCodes =
+    "Exit codes:\n"
+    "  0  every expectation met (passed, reproduced, or skipped on this machine)\n"
+    "  1  an expectation was not met (failed, not-reproduced)\n"
+    "  2  bad scenario, bad config or bad usage\n"
+    "  3  infrastructure failure (crash, timeout, missing GPU for --device cuda)\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace trainrepro;
+  CLI::App app{
+      "trainrepro: reproduction and regression test harness for DeepSpeed-style training.\n"
+      "Checks that accumulated gradients equal one large batch's, and that memory stays "
+      "bounded step after step."};
+  app.footer(kExitCodes);
+  app.set_version_flag("--version", std::string("trainrepro ") + TRAINREPRO_VERSION);
+  app.require_subcommand(1);
+
+  CLI::App* config = app.add_subcommand("config", "Inspect a DeepSpeed config");
+  config->require_subcommand(1);
+  ConfigResolveArgs resolve_args;
+  CLI::App* resolve = config->add_subcommand(
+      "resolve",
+      "Resolve train_batch_size, train_micro_batch_size_per_gpu and "
+      "gradient_accumulation_steps as DeepSpeed does; prints them as JSON, or DeepSpeed's own "
+      "error message and exit 2");
+  resolve->add_option("DS_CONFIG", resolve_args.config_file, "the ds_config.json")->required();
+  resolve->add_option("--world-size", resolve_args.world_size, "data-parallel ranks (default 1)")
+      ->check(CLI::PositiveNumber);
+  resolve->footer(kExitCodes);
+
+  RunArgs run_args;
+  std::string device;
+  CLI::App* run = app.add_subcommand(
+      "run", "Run scenarios (files, or folders searched for *.json) and judge each one");
+  run->add_option("PATH", run_args.paths, "scenario files or folders")->required();
+  run->add_option("--results", run_args.results_dir, "write DIR/<scenario-name>.json for each");
+  run->add_option("--filter", run_args.filter,
+                  "only scenarios whose name or file matches this regular expression");
+  run->add_option("--device", device, "override every scenario's device: cpu, cuda or auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  run->footer(kExitCodes);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);  // prints the message and usage
+    return kExitBadInput;
+  }
+
+  try {
+    if (resolve->parsed()) return run_config_resolve(resolve_args);
+    if (run->parsed()) {
+      if (device == "cpu") run_args.device = DeviceChoice::cpu;
+      if (device == "cuda") run_args.device = DeviceChoice::cuda;
+      if (device == "auto") run_args.device = DeviceChoice::auto_detect;
+      return run_scenarios(run_args);
+    }
+  } catch (const std::exception& error) {
+    std::cerr << "trainrepro: internal error: " << error.what() << "\n";
+    return kExitInfrastructure;
+  }
+  return kExitBadInput;
+}

@@ -1,0 +1,95 @@
+// `trainrepro run PATH…`: every scenario found, one after the other; a scenario that does not
+// load is reported as an error and the run goes on with the others.
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <regex>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/scenario_discovery.h"
+#include "harness/engine/runtime_info.h"
+#include "harness/pipeline/run_scenario.h"
+#include "harness/report/console_reporter.h"
+#include "harness/report/results_json.h"
+
+namespace trainrepro {
+namespace {
+
+bool matches(const std::optional<std::regex>& filter, const std::string& text) {
+  return !filter || std::regex_search(text, *filter);
+}
+
+}  // namespace
+
+int run_scenarios(const RunArgs& args) {
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<std::regex> filter;
+  if (!args.filter.empty()) {
+    try {
+      filter.emplace(args.filter, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      std::cerr << "--filter \"" << args.filter << "\": not a valid regular expression: "
+                << error.what() << "\n";
+      return kExitBadInput;
+    }
+  }
+
+  const DiscoveredScenarios discovered = discover_scenarios(args.paths);
+  for (const std::string& error : discovered.errors) std::cerr << error << "\n";
+  if (!discovered.errors.empty()) return kExitBadInput;
+
+  std::vector<std::unique_ptr<Reporter>> reporters;
+  reporters.push_back(std::make_unique<ConsoleReporter>(std::cout));
+  if (!args.results_dir.empty()) {
+    reporters.push_back(std::make_unique<ResultsDirectoryReporter>(args.results_dir));
+  }
+
+  RunOptions options;
+  options.device_override = args.device;
+  options.cuda_available = cuda_is_available();
+
+  std::vector<ScenarioResult> results;
+  std::map<std::string, std::string> file_of_name;  // names must be unique: they name files
+  for (const std::string& file : discovered.files) {
+    LoadAttempt attempt = try_load_scenario(file);
+    ScenarioResult result;
+    if (!attempt.scenario) {
+      if (!matches(filter, file)) continue;
+      result = attempt.failure;
+    } else {
+      const Scenario& scenario = *attempt.scenario;
+      if (!matches(filter, scenario.name) && !matches(filter, file)) continue;
+      auto [it, inserted] = file_of_name.emplace(scenario.name, file);
+      if (!inserted) {
+        result = attempt.failure;
+        result.verdict.outcome = Outcome::error;
+        result.verdict.error_source = ErrorSource::scenario;
+        result.verdict.found = file + ":/name: the name \"" + scenario.name +
+                               "\" is already used by " + it->second +
+                               "; names must be unique (they name the results files)";
+      } else {
+        result = run_loaded_scenario(scenario, options);
+      }
+    }
+    try {
+      for (auto& reporter : reporters) reporter->report_scenario(result);
+    } catch (const std::exception& error) {
+      std::cerr << "cannot write results: " << error.what() << "\n";
+      return kExitInfrastructure;
+    }
+    results.push_back(std::move(result));
+  }
+
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (results.empty()) {
+    std::cerr << "no scenario matched"
+              << (args.filter.empty() ? "" : " --filter \"" + args.filter + "\"") << "\n";
+    return kExitBadInput;
+  }
+  for (auto& reporter : reporters) reporter->report_summary(results, seconds);
+  return exit_code_of(results);
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,12 @@
+// What this process runs on, asked of LibTorch itself: its version, and whether a CUDA GPU is
+// usable (a machine with the toolkit but no driver or no GPU answers "no").
+#pragma once
+#include <string>
+
+namespace trainrepro {
+
+std::string torch_version();  // "2.11.0"
+bool cuda_is_available();
+std::string describe_cuda();  // "1 CUDA device(s)" or "none"
+
+}  // namespace trainrepro

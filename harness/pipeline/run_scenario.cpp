@@ -1,0 +1,116 @@
+#include "harness/pipeline/run_scenario.h"
+
+#include <chrono>
+#include <exception>
+
+#include "harness/engine/runtime_info.h"
+#include "harness/scenario/load_scenario.h"
+#include "harness/scenario/scenario_error.h"
+#include "harness/verdict/judge_config.h"
+
+namespace trainrepro {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Verdict error_verdict(ErrorSource source, std::string found) {
+  Verdict verdict;
+  verdict.outcome = Outcome::error;
+  verdict.error_source = source;
+  verdict.found = std::move(found);
+  return verdict;
+}
+
+bool requires_cuda(const Scenario& scenario) {
+  for (Requirement requirement : scenario.requires_) {
+    if (requirement == Requirement::cuda) return true;
+  }
+  return false;
+}
+
+// Chooses the device, or explains why this machine cannot run the scenario: a scenario that
+// asks for CUDA is skipped without a GPU, but `--device cuda` on such a machine is an error,
+// because nightly GPU CI must not turn green when its GPU disappears.
+std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunOptions& options) {
+  const DeviceChoice choice = options.device_override.value_or(scenario.device);
+  if (choice == DeviceChoice::cuda && !options.cuda_available) {
+    if (options.device_override) {
+      return error_verdict(ErrorSource::infrastructure,
+                           "--device cuda was given but LibTorch finds no usable CUDA GPU");
+    }
+    Verdict skipped;
+    skipped.outcome = Outcome::skipped;
+    skipped.found = "skipped: the scenario runs on CUDA and this machine has no usable GPU";
+    return skipped;
+  }
+  if (requires_cuda(scenario) && !options.cuda_available) {
+    Verdict skipped;
+    skipped.outcome = Outcome::skipped;
+    skipped.found = "skipped: the scenario requires CUDA and this machine has no usable GPU";
+    return skipped;
+  }
+  const bool use_cuda = choice == DeviceChoice::cuda ||
+                        (choice == DeviceChoice::auto_detect && options.cuda_available);
+  return use_cuda ? Device::cuda : Device::cpu;
+}
+
+}  // namespace
+
+LoadAttempt try_load_scenario(const std::string& file) {
+  const auto start = Clock::now();
+  LoadAttempt attempt;
+  attempt.failure.file = file;
+  attempt.failure.torch_version = torch_version();
+  try {
+    attempt.scenario = load_scenario(file);
+  } catch (const ScenarioError& error) {
+    attempt.failure.verdict = error_verdict(ErrorSource::scenario, error.what());
+  } catch (const std::exception& error) {
+    // A bug of ours, not the user's: report it as such rather than blame the scenario.
+    attempt.failure.verdict = error_verdict(
+        ErrorSource::infrastructure, file + ": internal error while loading: " + error.what());
+  }
+  attempt.failure.seconds = seconds_since(start);
+  return attempt;
+}
+
+ScenarioResult run_loaded_scenario(const Scenario& scenario, const RunOptions& options) {
+  const auto start = Clock::now();
+  ScenarioResult result;
+  result.file = scenario.file;
+  result.name = scenario.name;
+  result.description = scenario.description;
+  result.tags = scenario.tags;
+  result.warnings = scenario.deepspeed.warnings;
+  result.torch_version = torch_version();
+
+  auto device = choose_device(scenario, options);
+  if (auto* verdict = std::get_if<Verdict>(&device)) {
+    result.verdict = *verdict;
+    result.verdict.expected = describe_expectation(scenario.expect);
+    result.seconds = seconds_since(start);
+    return result;
+  }
+
+  const PlanResolution resolution = resolve_plan(scenario, std::get<Device>(device));
+  if (const auto* plan = std::get_if<Plan>(&resolution)) result.plan = *plan;
+
+  if (auto verdict = judge_config(scenario, resolution)) {
+    result.verdict = *verdict;
+  } else {
+    // Training itself needs the reference engine, which is the next stage to be built; until
+    // then such a scenario is reported as not runnable, never as passed.
+    result.verdict = error_verdict(ErrorSource::infrastructure,
+                                   "this scenario needs the reference engine to run training "
+                                   "steps, and this build of trainrepro has none yet");
+    result.verdict.expected = describe_expectation(scenario.expect);
+  }
+  result.seconds = seconds_since(start);
+  return result;
+}
+
+}  // namespace trainrepro

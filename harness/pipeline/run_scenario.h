@@ -1,0 +1,26 @@
+// Runs one scenario through the stages of the data flow — load, resolve, (run, judge) — and
+// returns its result as plain data. Never throws for a bad scenario: that is a result too.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "harness/report/scenario_result.h"
+#include "harness/scenario/scenario.h"
+
+namespace trainrepro {
+
+struct RunOptions {
+  std::optional<DeviceChoice> device_override;  // --device
+  bool cuda_available = false;
+};
+
+// The load stage alone, as a result when it fails (outcome error, source scenario).
+struct LoadAttempt {
+  std::optional<Scenario> scenario;
+  ScenarioResult failure;  // meaningful when !scenario
+};
+LoadAttempt try_load_scenario(const std::string& file);
+
+ScenarioResult run_loaded_scenario(const Scenario& scenario, const RunOptions& options);
+
+}  // namespace trainrepro

@@ -1,0 +1,28 @@
+// The result of one scenario: everything a reporter needs, as plain data. Reporters only read
+// it; nothing in it refers back to the runner.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/scenario/plan.h"
+#include "harness/verdict/verdict.h"
+
+namespace trainrepro {
+
+struct ScenarioResult {
+  std::string file;
+  std::string name;  // empty when the file did not load
+  std::string description;
+  std::vector<std::string> tags;
+  Verdict verdict;
+  std::vector<std::string> warnings;  // "file:/pointer: …" each
+  std::optional<Plan> plan;           // when the config resolved
+  std::string torch_version;  // of the LibTorch that ran it
+  double seconds = 0.0;
+};
+
+// The worst exit code over all results (see ExitCode); kExitOk for none.
+int exit_code_of(const std::vector<ScenarioResult>& results);
+
+}  // namespace trainrepro

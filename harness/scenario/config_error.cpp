@@ -1,0 +1,19 @@
+#include "harness/scenario/config_error.h"
+
+namespace trainrepro {
+
+const EnumSpellings<ConfigErrorKind>& config_error_spellings() {
+  static const EnumSpellings<ConfigErrorKind> spellings = {
+      {ConfigErrorKind::batch_size_missing, "batch_size_missing"},
+      {ConfigErrorKind::train_batch_size_not_positive, "train_batch_size_not_positive"},
+      {ConfigErrorKind::micro_batch_not_positive, "micro_batch_not_positive"},
+      {ConfigErrorKind::gradient_accumulation_steps_not_positive,
+       "gradient_accumulation_steps_not_positive"},
+      {ConfigErrorKind::batch_size_mismatch, "batch_size_mismatch"},
+      {ConfigErrorKind::fp16_and_bf16_both_enabled, "fp16_and_bf16_both_enabled"},
+      {ConfigErrorKind::zero_stage_unsupported, "zero_stage_unsupported"},
+  };
+  return spellings;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,28 @@
+// The configuration errors DeepSpeed raises before training starts, by name. Scenarios that
+// reproduce a bad config expect one of these names ("expect": {"config_error": "…"}).
+#pragma once
+#include <string>
+
+#include "harness/scenario/json_fields.h"
+
+namespace trainrepro {
+
+enum class ConfigErrorKind {
+  batch_size_missing,                        // neither train_batch_size nor the micro batch
+  train_batch_size_not_positive,
+  micro_batch_not_positive,                  // also when DeepSpeed's integer division gives 0
+  gradient_accumulation_steps_not_positive,  // likewise
+  batch_size_mismatch,                       // TB != MB * GAS * world size
+  fp16_and_bf16_both_enabled,
+  zero_stage_unsupported,                    // stage above 3
+};
+
+const EnumSpellings<ConfigErrorKind>& config_error_spellings();
+
+// A configuration error as DeepSpeed would raise it: its name and DeepSpeed's own text.
+struct ConfigError {
+  ConfigErrorKind kind;
+  std::string message;
+};
+
+}  // namespace trainrepro

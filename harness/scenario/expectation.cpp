@@ -1,0 +1,45 @@
+#include "harness/scenario/expectation.h"
+
+namespace trainrepro {
+
+const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings() {
+  static const EnumSpellings<ExpectedOutcome> spellings = {
+      {ExpectedOutcome::pass, "pass"},
+      {ExpectedOutcome::config_error, "config_error"},
+      {ExpectedOutcome::diagnosis, "diagnosis"},
+  };
+  return spellings;
+}
+
+const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
+  static const EnumSpellings<DiagnosisKind> spellings = {
+      {DiagnosisKind::no_accumulation, "no_accumulation"},
+      {DiagnosisKind::loss_not_scaled, "loss_not_scaled"},
+      {DiagnosisKind::loss_scaled_twice, "loss_scaled_twice"},
+      {DiagnosisKind::zeroed_inside_window, "zeroed_inside_window"},
+      {DiagnosisKind::never_zeroed, "never_zeroed"},
+      {DiagnosisKind::optimizer_every_micro_step, "optimizer_every_micro_step"},
+      {DiagnosisKind::step_once_per_window, "step_once_per_window"},
+      {DiagnosisKind::per_micro_batch_token_normalisation, "per_micro_batch_token_normalisation"},
+  };
+  return spellings;
+}
+
+Expectation read_expectation(ObjectReader& expect) {
+  Expectation expectation;
+  expectation.outcome = expect.required_enum("outcome", expected_outcome_spellings());
+  switch (expectation.outcome) {
+    case ExpectedOutcome::pass:
+      break;
+    case ExpectedOutcome::config_error:
+      expectation.config_error = expect.required_enum("error", config_error_spellings());
+      break;
+    case ExpectedOutcome::diagnosis:
+      expectation.diagnosis = expect.required_enum("diagnosis", diagnosis_spellings());
+      break;
+  }
+  expect.reject_unknown_keys();
+  return expectation;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,38 @@
+// What a scenario expects: to pass (a regression scenario), or a named failure (a
+// reproduction scenario): a DeepSpeed config error, or a wrong-training diagnosis.
+#pragma once
+#include <optional>
+
+#include "harness/scenario/config_error.h"
+#include "harness/scenario/json_fields.h"
+
+namespace trainrepro {
+
+enum class ExpectedOutcome { pass, config_error, diagnosis };
+
+// The named explanations of a gradient mismatch that a reproduction scenario can expect.
+enum class DiagnosisKind {
+  no_accumulation,             // effective batch = micro batch (GAS not set)
+  loss_not_scaled,             // gradient = golden × GAS
+  loss_scaled_twice,           // gradient = golden / GAS
+  zeroed_inside_window,        // gradient = last micro-batch only
+  never_zeroed,                // gradients accumulate across optimizer steps
+  optimizer_every_micro_step,  // accumulation bypassed
+  step_once_per_window,        // boundary only every GAS step() calls
+  per_micro_batch_token_normalisation,
+};
+
+struct Expectation {
+  ExpectedOutcome outcome = ExpectedOutcome::pass;
+  std::optional<ConfigErrorKind> config_error;  // when outcome == config_error
+  std::optional<DiagnosisKind> diagnosis;       // when outcome == diagnosis
+};
+
+const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings();
+const EnumSpellings<DiagnosisKind>& diagnosis_spellings();
+
+// Reads "expect": {"outcome": "pass"} | {"outcome": "config_error", "error": NAME}
+//                | {"outcome": "diagnosis", "diagnosis": NAME}.
+Expectation read_expectation(ObjectReader& expect);
+
+}  // namespace trainrepro

@@ -1,0 +1,130 @@
+#include "harness/scenario/json_document.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "harness/scenario/json_fields.h"
+#include "harness/scenario/scenario_error.h"
+
+namespace trainrepro {
+namespace {
+
+// nlohmann::json keeps the last of two equal keys without a word. A scenario where
+// "gradient_accumulation_steps" appears twice is almost certainly a paste error, so we track
+// the keys of every open object while parsing and stop at the first repeat.
+class DuplicateKeyGuard {
+ public:
+  explicit DuplicateKeyGuard(std::string display_path) : display_path_(std::move(display_path)) {}
+
+  bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    switch (event) {
+      case Event::object_start:
+        open_container(/*is_array=*/false);
+        break;
+      case Event::array_start:
+        open_container(/*is_array=*/true);
+        break;
+      case Event::object_end:
+      case Event::array_end:
+        frames_.pop_back();
+        break;
+      case Event::key: {
+        Frame& frame = frames_.back();
+        const std::string key = parsed.get<std::string>();
+        if (!frame.keys.insert(key).second) {
+          throw ScenarioError(display_path_, frame.pointer + "/" + escape_pointer_token(key),
+                              "key \"" + key + "\" appears twice in the same object; "
+                              "JSON keeps only the last one, so remove one of them");
+        }
+        frame.current_key = key;
+        break;
+      }
+      case Event::value:
+        if (!frames_.empty() && frames_.back().is_array) ++frames_.back().next_index;
+        break;
+    }
+    return true;
+  }
+
+ private:
+  struct Frame {
+    bool is_array = false;
+    std::string pointer;
+    std::set<std::string> keys;
+    std::string current_key;
+    size_t next_index = 0;
+  };
+
+  void open_container(bool is_array) {
+    Frame frame;
+    frame.is_array = is_array;
+    if (!frames_.empty()) {
+      Frame& parent = frames_.back();
+      frame.pointer = parent.pointer + "/" +
+                      (parent.is_array ? std::to_string(parent.next_index++)
+                                       : escape_pointer_token(parent.current_key));
+    }
+    frames_.push_back(std::move(frame));
+  }
+
+  std::string display_path_;
+  std::vector<Frame> frames_;
+};
+
+// nlohmann reports a byte offset; people think in lines and columns.
+std::string line_and_column(const std::string& text, size_t byte_offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < byte_offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+// "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error …" → the part
+// after the position, which says what the parser expected.
+std::string parser_explanation(const std::string& what) {
+  const size_t colon = what.find(": ");
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+}  // namespace
+
+nlohmann::json parse_json_text(const std::string& text, const std::string& display_path) {
+  DuplicateKeyGuard guard(display_path);
+  try {
+    return nlohmann::json::parse(text, std::ref(guard), /*allow_exceptions=*/true,
+                                 /*ignore_comments=*/false);
+  } catch (const nlohmann::json::parse_error& error) {
+    // byte is 1-based and points just past the offending character.
+    const size_t offset = error.byte == 0 ? 0 : error.byte - 1;
+    throw ScenarioError(display_path, line_and_column(text, offset),
+                        "invalid JSON: " + parser_explanation(error.what()));
+  }
+}
+
+nlohmann::json read_json_file(const std::string& display_path) {
+  std::ifstream in(display_path, std::ios::binary);
+  if (!in) {
+    throw ScenarioError(display_path, "",
+                        std::string("cannot open the file: ") + std::strerror(errno));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    throw ScenarioError(display_path, "", std::string("cannot read the file: ") +
+                                              std::strerror(errno));
+  }
+  return parse_json_text(buffer.str(), display_path);
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,12 @@
+// Loads and validates a scenario file. Throws ScenarioError (file:pointer: expected…, found…)
+// for anything wrong: syntax, types, unknown keys, unknown names, inconsistent sections.
+#pragma once
+#include <string>
+
+#include "harness/scenario/scenario.h"
+
+namespace trainrepro {
+
+Scenario load_scenario(const std::string& file);
+
+}  // namespace trainrepro

@@ -1,0 +1,1 @@
+# CLI tests: add_cli_test(NAME EXIT REGEX ARGS…)
