@@ -1,0 +1,242 @@
+// Strict scenario loading: defaults for absent keys, and for every kind of bad input an error
+// that starts with file:pointer and says what was expected and what was found.
+#include <gtest/gtest.h>
+
+#include "harness/scenario/load_scenario.h"
+#include "harness/scenario/scenario_error.h"
+#include "tests/unit/scenario_file_fixture.h"
+
+namespace trainrepro {
+namespace {
+
+class ScenarioLoading : public ScenarioFileTest {
+ protected:
+  void SetUp() override {
+    ScenarioFileTest::SetUp();
+    path_ = (directory_ / "scenario.json").string();  // known before any message is built
+  }
+
+  // Loads `scenario` and returns the error message, or "" when it loaded.
+  std::string error_of(const nlohmann::json& scenario) {
+    return error_of_text(scenario.dump(2));
+  }
+  std::string error_of_text(const std::string& text) {
+    write("scenario.json", text);
+    try {
+      load_scenario(path_);
+    } catch (const ScenarioError& error) {
+      return error.what();
+    }
+    return "";
+  }
+  std::string path_;
+};
+
+TEST_F(ScenarioLoading, ValidScenarioTakesDefaultsForAbsentKeys) {
+  const Scenario scenario = load_scenario(write("s.json", valid_scenario().dump()));
+  EXPECT_EQ(scenario.name, "valid");
+  EXPECT_EQ(scenario.world_size, 1);
+  EXPECT_EQ(scenario.device, DeviceChoice::cpu);
+  EXPECT_EQ(scenario.golden.steps, 4);
+  EXPECT_TRUE(scenario.tags.empty());
+  EXPECT_EQ(scenario.expect.outcome, ExpectedOutcome::pass);
+  EXPECT_EQ(scenario.deepspeed.batch.train_batch_size, 32);
+  EXPECT_FALSE(scenario.deepspeed.batch.gradient_accumulation_steps.has_value());
+  ASSERT_TRUE(scenario.deepspeed.optimizer.has_value());
+  EXPECT_EQ(scenario.deepspeed.optimizer->kind, OptimizerKind::adamw);
+  EXPECT_TRUE(scenario.deepspeed.warnings.empty());
+  const auto& mlp = std::get<MlpOptions>(scenario.model.options);
+  EXPECT_EQ(mlp.dims, (std::vector<int64_t>{16, 64, 4}));
+  EXPECT_EQ(mlp.activation, Activation::relu);
+}
+
+TEST_F(ScenarioLoading, MalformedJsonGivesLineAndColumn) {
+  const std::string error = error_of_text("{\n  \"name\": \"x\",\n  \"tags\": [1,,]\n}\n");
+  EXPECT_EQ(error.rfind(path_ + ":3:14: invalid JSON: syntax error", 0), 0u) << error;
+}
+
+TEST_F(ScenarioLoading, MissingFileSaysSo) {
+  try {
+    load_scenario((directory_ / "absent.json").string());
+    FAIL() << "expected an error";
+  } catch (const ScenarioError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              (directory_ / "absent.json").string() +
+                  ": cannot open the file: No such file or directory");
+  }
+}
+
+TEST_F(ScenarioLoading, WrongTypeNamesPointerExpectedAndFound) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["golden"]["train_batch_size"] = "32";
+  EXPECT_EQ(error_of(scenario), path_ + ":/golden/train_batch_size: expected a positive integer, "
+                                        "found the string \"32\"");
+}
+
+TEST_F(ScenarioLoading, UnknownKeyIsRejectedWithSuggestion) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["golden"]["stesp"] = 3;
+  EXPECT_EQ(error_of(scenario),
+            path_ + ":/golden/stesp: unknown key \"stesp\" (did you mean \"steps\"?); known keys "
+                    "here: \"steps\", \"train_batch_size\"");
+}
+
+TEST_F(ScenarioLoading, UnknownTopLevelKeyIsRejected) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["wrold_size"] = 2;
+  EXPECT_NE(error_of(scenario).find(path_ + ":/wrold_size: unknown key \"wrold_size\" (did you "
+                                            "mean \"world_size\"?)"),
+            std::string::npos);
+}
+
+TEST_F(ScenarioLoading, UnknownModelNamesTheZoo) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["model"]["name"] = "resnet";
+  EXPECT_EQ(error_of(scenario), path_ + ":/model/name: unknown model \"resnet\"; the model zoo "
+                                        "has \"mlp\", \"gpt\"");
+}
+
+TEST_F(ScenarioLoading, UnknownModelOptionIsRejected) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["model"]["options"]["dim"] = {16, 4};
+  EXPECT_NE(error_of(scenario).find(path_ + ":/model/options/dim: unknown key \"dim\" (did you "
+                                            "mean \"dims\"?)"),
+            std::string::npos);
+}
+
+TEST_F(ScenarioLoading, UnknownEnumValueNamesTheAllowedOnes) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["device"] = "gpu";
+  EXPECT_EQ(error_of(scenario), path_ + ":/device: expected one of \"cpu\", \"cuda\", \"auto\", "
+                                        "found \"gpu\"");
+}
+
+TEST_F(ScenarioLoading, ZeroGoldenBatchIsRejected) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["golden"]["train_batch_size"] = 0;
+  EXPECT_EQ(error_of(scenario), path_ + ":/golden/train_batch_size: expected a positive integer, "
+                                        "found the number 0");
+}
+
+TEST_F(ScenarioLoading, NegativeWorldSizeIsRejected) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["world_size"] = -2;
+  EXPECT_EQ(error_of(scenario),
+            path_ + ":/world_size: expected a positive integer, found the number -2");
+}
+
+TEST_F(ScenarioLoading, FractionalBatchInDeepSpeedConfigIsRejected) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"]["train_batch_size"] = 32.5;
+  EXPECT_EQ(error_of(scenario), path_ + ":/deepspeed/train_batch_size: expected an integer or "
+                                        "null, found the number 32.5");
+}
+
+TEST_F(ScenarioLoading, HuggingFaceAutoValueIsExplained) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"]["gradient_accumulation_steps"] = "auto";
+  EXPECT_NE(error_of(scenario).find(path_ + ":/deepspeed/gradient_accumulation_steps: found the "
+                                            "string \"auto\": \"auto\" is filled in by the "
+                                            "Hugging Face Trainer"),
+            std::string::npos);
+}
+
+TEST_F(ScenarioLoading, NullBatchKeyReadsAsAbsentLikeDeepSpeed) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"]["gradient_accumulation_steps"] = nullptr;
+  EXPECT_EQ(error_of(scenario), "");
+}
+
+TEST_F(ScenarioLoading, DuplicateKeyIsRejected) {
+  const std::string error = error_of_text(
+      R"({"name": "a", "deepspeed": {"train_batch_size": 8, "train_batch_size": 16}})");
+  EXPECT_EQ(error, path_ + ":/deepspeed/train_batch_size: key \"train_batch_size\" appears twice "
+                           "in the same object; JSON keeps only the last one, so remove one of "
+                           "them");
+}
+
+TEST_F(ScenarioLoading, MissingRequiredSectionIsNamed) {
+  nlohmann::json scenario = valid_scenario();
+  scenario.erase("golden");
+  EXPECT_EQ(error_of(scenario), path_ + ":/golden: required key is missing");
+}
+
+TEST_F(ScenarioLoading, MissingOptimizerExplainsWhyItIsNeeded) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"].erase("optimizer");
+  EXPECT_NE(error_of(scenario).find(path_ + ":/deepspeed/optimizer: required key is missing: "
+                                            "trainrepro builds the optimizer"),
+            std::string::npos);
+}
+
+TEST_F(ScenarioLoading, UnimplementedOptimizerIsRejected) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"]["optimizer"]["type"] = "Lamb";
+  EXPECT_EQ(error_of(scenario), path_ + ":/deepspeed/optimizer/type: optimizer \"Lamb\" is not "
+                                        "implemented by the reference engine (implemented: "
+                                        "\"Adam\", \"AdamW\", \"SGD\")");
+}
+
+TEST_F(ScenarioLoading, ModelThatDoesNotFitTheDataIsRejected) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["model"]["options"]["dims"] = {12, 64, 4};
+  EXPECT_EQ(error_of(scenario), path_ + ":/model/options/dims: the first dimension (12) must "
+                                        "equal the data's features (16)");
+}
+
+TEST_F(ScenarioLoading, WrongElementInListIsLocated) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["model"]["options"]["dims"] = {16, "64", 4};
+  EXPECT_EQ(error_of(scenario), path_ + ":/model/options/dims/1: expected an integer >= 1, "
+                                        "found the string \"64\"");
+}
+
+TEST_F(ScenarioLoading, NameThatCannotNameAFileIsRejected) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["name"] = "../escape";
+  EXPECT_NE(error_of(scenario).find(path_ + ":/name: expected lowercase letters"),
+            std::string::npos);
+}
+
+TEST_F(ScenarioLoading, ConfigErrorExpectationNeedsItsName) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["expect"] = {{"outcome", "config_error"}, {"error", "batch_mismatch"}};
+  EXPECT_NE(error_of(scenario).find(path_ + ":/expect/error: expected one of "
+                                            "\"batch_size_missing\""),
+            std::string::npos);
+}
+
+TEST_F(ScenarioLoading, RootThatIsNotAnObjectIsRejected) {
+  EXPECT_EQ(error_of_text("[1, 2]"), path_ + ": expected an object, found an array of 2 values");
+}
+
+TEST_F(ScenarioLoading, UnimplementedDeepSpeedKeysBecomeWarnings) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"]["scheduler"] = {{"type", "WarmupLR"}};
+  scenario["deepspeed"]["zero_optimization"] = {{"stage", 2}, {"overlap_comm", true}};
+  scenario["deepspeed"]["steps_per_print"] = 10;  // no numerical effect: no warning
+  const Scenario loaded = load_scenario(write("s.json", scenario.dump()));
+  ASSERT_EQ(loaded.deepspeed.warnings.size(), 2u);
+  EXPECT_EQ(loaded.deepspeed.warnings[0].rfind(
+                loaded.file + ":/deepspeed/zero_optimization/overlap_comm: ZeRO option not", 0),
+            0u);
+  EXPECT_EQ(loaded.deepspeed.warnings[1].rfind(loaded.file + ":/deepspeed/scheduler: not "
+                                                             "implemented by the reference engine",
+                                               0),
+            0u);
+  EXPECT_EQ(loaded.deepspeed.zero_stage, 2);
+}
+
+TEST_F(ScenarioLoading, DeepSpeedAdamDefaultsToDecoupledWeightDecay) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"]["optimizer"] = {{"type", "adam"}, {"params", {{"weight_decay", 0.01}}}};
+  const Scenario loaded = load_scenario(write("s.json", scenario.dump()));
+  EXPECT_EQ(loaded.deepspeed.optimizer->kind, OptimizerKind::adam);
+  EXPECT_TRUE(loaded.deepspeed.optimizer->decoupled_weight_decay);
+  scenario["deepspeed"]["optimizer"]["params"]["adam_w_mode"] = false;
+  const Scenario classic = load_scenario(write("s.json", scenario.dump()));
+  EXPECT_FALSE(classic.deepspeed.optimizer->decoupled_weight_decay);
+}
+
+}  // namespace
+}  // namespace trainrepro
