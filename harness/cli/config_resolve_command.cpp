@@ -26,7 +26,8 @@ int run_config_resolve(const ConfigResolveArgs& args) {
     return kExitBadInput;
   }
   const ResolvedBatch& batch = std::get<ResolvedBatch>(resolution);
-  const nlohmann::json resolved = {
+  // Ordered as DeepSpeed's docs list them, so the output reads like the question it answers.
+  const nlohmann::ordered_json resolved = {
       {"train_batch_size", batch.train_batch_size},
       {"train_micro_batch_size_per_gpu", batch.micro_batch_per_gpu},
       {"gradient_accumulation_steps", batch.gradient_accumulation_steps},

@@ -1,1 +1,81 @@
-# CLI tests: add_cli_test(NAME EXIT REGEX ARGS…)
+# CLI tests: the real binary, its exit code and its words. add_cli_test(NAME EXIT REGEX ARGS…)
+# "@RESULTS@" in ARGS is a fresh empty folder; after an exit 2 it must still be empty.
+set(data tests/data)
+
+# --- config resolve ------------------------------------------------------------------------
+add_cli_test(config-resolve-computes-gas 0
+  [=[^\{"train_batch_size":32,"train_micro_batch_size_per_gpu":4,"gradient_accumulation_steps":4,"world_size":2\}]=]
+  config resolve ${data}/ds_configs/tb_and_micro.json --world-size 2)
+add_cli_test(config-resolve-warns-about-unimplemented-keys 0
+  [=[warning: tests/data/ds_configs/tb_and_micro.json:/scheduler: not implemented]=]
+  config resolve ${data}/ds_configs/tb_and_micro.json)
+add_cli_test(config-resolve-prints-deepspeed-mismatch-message 2
+  [=[tests/data/ds_configs/inconsistent.json: Check batch related parameters\. train_batch_size is not equal to micro_batch_per_gpu \* gradient_acc_step \* world_size 33 != 17 \* 2 \* 2]=]
+  config resolve ${data}/ds_configs/inconsistent.json --world-size 2)
+add_cli_test(config-resolve-needs-a-batch-size 2
+  [=[Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided]=]
+  config resolve ${data}/ds_configs/only_gas.json)
+add_cli_test(config-resolve-rejects-negative-micro-batch 2
+  [=[Train batch size: -16 has to be greater than 0]=]
+  config resolve ${data}/ds_configs/negative_micro.json --world-size 2)
+add_cli_test(config-resolve-locates-syntax-errors 2
+  [=[tests/data/ds_configs/malformed\.json:4:[0-9]+: invalid JSON: syntax error while parsing object]=]
+  config resolve ${data}/ds_configs/malformed.json)
+add_cli_test(config-resolve-reports-missing-file 2
+  [=[tests/data/ds_configs/absent\.json: cannot open the file: No such file or directory]=]
+  config resolve ${data}/ds_configs/absent.json)
+add_cli_test(config-resolve-rejects-zero-world-size 2
+  [=[--world-size]=]
+  config resolve ${data}/ds_configs/tb_and_micro.json --world-size 0)
+
+# --- run: bad scenarios are errors (exit 2) and write nothing -------------------------------
+add_cli_test(run-malformed-json 2
+  [=[error +\(not loaded\).*malformed\.json:9:1: invalid JSON: syntax error while parsing object key]=]
+  run ${data}/bad_scenarios/malformed.json --results @RESULTS@)
+add_cli_test(run-wrong-type 2
+  [=[wrong_type\.json:/golden/train_batch_size: expected a positive integer, found the string "32"]=]
+  run ${data}/bad_scenarios/wrong_type.json --results @RESULTS@)
+add_cli_test(run-unknown-key 2
+  [=[unknown_key\.json:/golden/stpes: unknown key "stpes" \(did you mean "steps"\?\)]=]
+  run ${data}/bad_scenarios/unknown_key.json --results @RESULTS@)
+add_cli_test(run-unknown-model 2
+  [=[unknown_model\.json:/model/name: unknown model "resnet50". the model zoo has "mlp", "gpt"]=]
+  run ${data}/bad_scenarios/unknown_model.json --results @RESULTS@)
+add_cli_test(run-zero-golden-batch 2
+  [=[zero_golden_batch\.json:/golden/train_batch_size: expected a positive integer, found the number 0]=]
+  run ${data}/bad_scenarios/zero_golden_batch.json --results @RESULTS@)
+add_cli_test(run-negative-world-size 2
+  [=[negative_world_size\.json:/world_size: expected a positive integer, found the number -1]=]
+  run ${data}/bad_scenarios/negative_world_size.json --results @RESULTS@)
+add_cli_test(run-unknown-expectation 2
+  [=[unknown_expectation\.json:/expect/error: expected one of "batch_size_missing", .*found "batch_mismatch"]=]
+  run ${data}/bad_scenarios/unknown_expectation.json --results @RESULTS@)
+add_cli_test(run-missing-file 2
+  [=[tests/data/bad_scenarios/absent\.json: no such file or folder]=]
+  run ${data}/bad_scenarios/absent.json --results @RESULTS@)
+add_cli_test(run-reports-bad-scenario-and-goes-on 2
+  [=[error +\(not loaded\).*a_bad\.json.*reproduced +batch-mismatch-tb-mb-gas.*2 scenarios: 0 passed, 1 reproduced, 0 failed, 0 not-reproduced, 1 error]=]
+  run ${data}/mixed_scenarios)
+
+# --- run: expectations not met (exit 1) ---------------------------------------------------
+add_cli_test(run-expected-config-error-not-reproduced 1
+  [=[not-reproduced.*expected:  config error batch_size_mismatch.*found: +the config resolves without error: train_batch_size=32, train_micro_batch_size_per_gpu=8, gradient_accumulation_steps=4]=]
+  run ${data}/unmet_scenarios/expects-error-but-config-is-valid.json)
+add_cli_test(run-unexpected-config-error-fails 1
+  [=[failed.*expected:  pass.*found: +config error batch_size_mismatch: Check batch related parameters\. .* 30 != 8 \* 3 \* 1]=]
+  run ${data}/unmet_scenarios/expects-pass-but-config-is-invalid.json)
+
+# --- usage ---------------------------------------------------------------------------------
+add_cli_test(run-help-documents-exit-codes 0
+  [=[Exit codes:.*0  every expectation met.*1  an expectation was not met.*2  bad scenario.*3  infrastructure]=]
+  run --help)
+add_cli_test(no-subcommand-is-usage-error 2 [=[subcommand]=])
+add_cli_test(unknown-option-is-usage-error 2
+  [=[--frobnicate]=]
+  run scenarios --frobnicate)
+add_cli_test(filter-that-matches-nothing-is-usage-error 2
+  [=[no scenario matched --filter "no-such-scenario"]=]
+  run scenarios --filter no-such-scenario)
+add_cli_test(run-writes-results-file 0
+  [=[reproduced +batch-mismatch-tb-mb-gas]=]
+  run scenarios/accumulation/batch-mismatch-tb-mb-gas.json --results @RESULTS@)
