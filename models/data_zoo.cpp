@@ -44,11 +44,4 @@ const std::vector<DataEntry>& data_zoo() {
   return zoo;
 }
 
-const DataEntry* find_data(const std::string& name) {
-  for (const DataEntry& entry : data_zoo()) {
-    if (name == entry.name) return &entry;
-  }
-  return nullptr;
-}
-
 }  // namespace trainrepro

@@ -6,7 +6,7 @@
 #include <variant>
 #include <vector>
 
-#include "harness/scenario/json_fields.h"
+#include "models/zoo_entry.h"
 
 namespace trainrepro {
 
@@ -33,13 +33,8 @@ struct TokenSequenceData {
 
 using DataOptions = std::variant<ClassificationData, RegressionData, TokenSequenceData>;
 
-struct DataEntry {
-  const char* name;
-  const char* description;
-  DataOptions (*read_options)(ObjectReader& options);
-};
+using DataEntry = ZooEntry<DataOptions>;
 
 const std::vector<DataEntry>& data_zoo();
-const DataEntry* find_data(const std::string& name);
 
 }  // namespace trainrepro

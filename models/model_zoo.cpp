@@ -42,11 +42,4 @@ const std::vector<ModelEntry>& model_zoo() {
   return zoo;
 }
 
-const ModelEntry* find_model(const std::string& name) {
-  for (const ModelEntry& entry : model_zoo()) {
-    if (name == entry.name) return &entry;
-  }
-  return nullptr;
-}
-
 }  // namespace trainrepro

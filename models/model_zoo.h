@@ -7,7 +7,7 @@
 #include <variant>
 #include <vector>
 
-#include "harness/scenario/json_fields.h"
+#include "models/zoo_entry.h"
 
 namespace trainrepro {
 
@@ -31,14 +31,9 @@ struct GptOptions {
 
 using ModelOptions = std::variant<MlpOptions, GptOptions>;
 
-struct ModelEntry {
-  const char* name;
-  const char* description;
-  ModelOptions (*read_options)(ObjectReader& options);
-};
+using ModelEntry = ZooEntry<ModelOptions>;
 
 const std::vector<ModelEntry>& model_zoo();
-const ModelEntry* find_model(const std::string& name);
 const EnumSpellings<Activation>& activation_spellings();
 
 }  // namespace trainrepro

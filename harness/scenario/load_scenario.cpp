@@ -16,46 +16,24 @@ const std::regex& name_pattern() {
   return pattern;
 }
 
-std::string known_names(const std::vector<std::string>& names) {
-  std::string list;
-  for (const std::string& name : names) list += (list.empty() ? "\"" : ", \"") + name + "\"";
-  return list;
-}
-
-ModelSpec read_model(ObjectReader& model) {
-  ModelSpec spec;
-  spec.name = model.required_string("name");
-  const ModelEntry* entry = find_model(spec.name);
+// Reads {"name", "options", "seed"} against a zoo; `what` is "model" or "data generator".
+template <typename Options>
+ZooChoice<Options> read_zoo_choice(ObjectReader& section,
+                                   const std::vector<ZooEntry<Options>>& zoo,
+                                   const std::string& what) {
+  ZooChoice<Options> choice;
+  choice.name = section.required_string("name");
+  const ZooEntry<Options>* entry = find_in_zoo(zoo, choice.name);
   if (entry == nullptr) {
-    std::vector<std::string> names;
-    for (const ModelEntry& known : model_zoo()) names.push_back(known.name);
-    model.fail("name", "unknown model \"" + spec.name + "\"; the model zoo has " +
-                           known_names(names));
+    section.fail("name", "unknown " + what + " \"" + choice.name + "\"; available: " +
+                             names_in_zoo(zoo));
   }
-  ObjectReader options = model.optional_object("options");
-  spec.options = entry->read_options(options);
+  ObjectReader options = section.optional_object("options");
+  choice.options = entry->read_options(options);
   options.reject_unknown_keys();
-  spec.seed = model.optional_int("seed", 0, 0);
-  model.reject_unknown_keys();
-  return spec;
-}
-
-DataSpec read_data(ObjectReader& data) {
-  DataSpec spec;
-  spec.name = data.required_string("name");
-  const DataEntry* entry = find_data(spec.name);
-  if (entry == nullptr) {
-    std::vector<std::string> names;
-    for (const DataEntry& known : data_zoo()) names.push_back(known.name);
-    data.fail("name", "unknown data generator \"" + spec.name + "\"; available: " +
-                          known_names(names));
-  }
-  ObjectReader options = data.optional_object("options");
-  spec.options = entry->read_options(options);
-  options.reject_unknown_keys();
-  spec.seed = data.optional_int("seed", 0, 0);
-  data.reject_unknown_keys();
-  return spec;
+  choice.seed = section.optional_int("seed", 0, 0);
+  section.reject_unknown_keys();
+  return choice;
 }
 
 GoldenSpec read_golden(ObjectReader& golden) {
@@ -119,9 +97,9 @@ Scenario load_scenario(const std::string& file) {
   scenario.requires_ = read_requirements(root);
 
   ObjectReader model = root.required_object("model");
-  scenario.model = read_model(model);
+  scenario.model = read_zoo_choice(model, model_zoo(), "model");
   ObjectReader data = root.required_object("data");
-  scenario.data = read_data(data);
+  scenario.data = read_zoo_choice(data, data_zoo(), "data generator");
   if (auto problem = check_model_fits_data(scenario.model.options, scenario.data.options)) {
     const std::string pointer = problem->model_key.empty()
                                     ? "/model/name"

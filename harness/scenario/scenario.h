@@ -16,17 +16,15 @@ namespace trainrepro {
 enum class DeviceChoice { cpu, cuda, auto_detect };
 enum class Requirement { cuda, mpi };
 
-struct ModelSpec {
+// A model or data generator chosen from its zoo: {"name", "options", "seed"}.
+template <typename Options>
+struct ZooChoice {
   std::string name;
-  ModelOptions options;
+  Options options;
   int64_t seed = 0;
 };
-
-struct DataSpec {
-  std::string name;
-  DataOptions options;
-  int64_t seed = 0;
-};
+using ModelSpec = ZooChoice<ModelOptions>;
+using DataSpec = ZooChoice<DataOptions>;
 
 // The user's training-loop habits. Filled in by the engine issue; empty for now, and any key
 // in it is rejected until then.

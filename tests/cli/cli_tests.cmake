@@ -39,7 +39,7 @@ add_cli_test(run-unknown-key 2
   [=[unknown_key\.json:/golden/stpes: unknown key "stpes" \(did you mean "steps"\?\)]=]
   run ${data}/bad_scenarios/unknown_key.json --results @RESULTS@)
 add_cli_test(run-unknown-model 2
-  [=[unknown_model\.json:/model/name: unknown model "resnet50". the model zoo has "mlp", "gpt"]=]
+  [=[unknown_model\.json:/model/name: unknown model "resnet50". available: "mlp", "gpt"]=]
   run ${data}/bad_scenarios/unknown_model.json --results @RESULTS@)
 add_cli_test(run-zero-golden-batch 2
   [=[zero_golden_batch\.json:/golden/train_batch_size: expected a positive integer, found the number 0]=]

@@ -92,8 +92,8 @@ TEST_F(ScenarioLoading, UnknownTopLevelKeyIsRejected) {
 TEST_F(ScenarioLoading, UnknownModelNamesTheZoo) {
   nlohmann::json scenario = valid_scenario();
   scenario["model"]["name"] = "resnet";
-  EXPECT_EQ(error_of(scenario), path_ + ":/model/name: unknown model \"resnet\"; the model zoo "
-                                        "has \"mlp\", \"gpt\"");
+  EXPECT_EQ(error_of(scenario), path_ + ":/model/name: unknown model \"resnet\"; available: "
+                                        "\"mlp\", \"gpt\"");
 }
 
 TEST_F(ScenarioLoading, UnknownModelOptionIsRejected) {
