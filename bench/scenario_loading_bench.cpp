@@ -29,4 +29,4 @@ BENCHMARK(BM_StrictScenarioLoad);
 
 }  // namespace
 
-BENCHMARK_MAIN();
+

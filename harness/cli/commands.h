@@ -16,10 +16,18 @@ int run_config_resolve(const ConfigResolveArgs& args);
 
 struct RunArgs {
   std::vector<std::string> paths;
+  std::string golden_dir = "golden";
   std::string results_dir;  // empty: no results files
   std::string filter;       // ECMAScript regex on scenario name or file; empty: all
   std::optional<DeviceChoice> device;
 };
 int run_scenarios(const RunArgs& args);
+
+struct GoldenArgs {
+  bool update = false;  // else: check
+  std::vector<std::string> paths = {"scenarios"};
+  std::string golden_dir = "golden";
+};
+int run_golden(const GoldenArgs& args);
 
 }  // namespace trainrepro

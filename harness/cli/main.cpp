@@ -50,7 +50,23 @@ int main(int argc, char** argv) {
                   "only scenarios whose name or file matches this regular expression");
   run->add_option("--device", device, "override every scenario's device: cpu, cuda or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  run->add_option("--golden-dir", run_args.golden_dir, "where goldens are read (default golden)");
   run->footer(kExitCodes);
+
+  GoldenArgs golden_args;
+  CLI::App* golden = app.add_subcommand(
+      "golden",
+      "Write (--update) or verify (--check) the golden reference files of scenarios; `run` only "
+      "reads them");
+  golden->add_option("PATH", golden_args.paths, "scenario files or folders (default scenarios)");
+  auto* update = golden->add_flag("--update", golden_args.update,
+                                  "compute and write the goldens (float64, CPU), atomically");
+  bool check = false;
+  auto* check_flag =
+      golden->add_flag("--check", check, "verify every golden exists, matches and is intact");
+  update->excludes(check_flag);
+  golden->add_option("--golden-dir", golden_args.golden_dir, "default golden");
+  golden->footer(kExitCodes);
 
   try {
     app.parse(argc, argv);
@@ -67,6 +83,13 @@ int main(int argc, char** argv) {
 
   try {
     if (resolve->parsed()) return run_config_resolve(resolve_args);
+    if (golden->parsed()) {
+      if (!golden_args.update && !check) {
+        std::cerr << "trainrepro golden: say --update or --check\n";
+        return kExitBadInput;
+      }
+      return run_golden(golden_args);
+    }
     if (run->parsed()) {
       if (device == "cpu") run_args.device = DeviceChoice::cpu;
       if (device == "cuda") run_args.device = DeviceChoice::cuda;

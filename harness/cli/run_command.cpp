@@ -48,6 +48,7 @@ int run_scenarios(const RunArgs& args) {
   RunOptions options;
   options.device_override = args.device;
   options.cuda_available = cuda_is_available();
+  options.golden_dir = args.golden_dir;
 
   std::vector<ScenarioResult> results;
   std::map<std::string, std::string> file_of_name;  // names must be unique: they name files

@@ -1,5 +1,7 @@
 #include "harness/engine/runtime_info.h"
 
+#include <cstdlib>
+
 #include <ATen/Context.h>
 #include <torch/headeronly/version.h>
 
@@ -15,6 +17,14 @@ bool cuda_is_available() { return at::hasCUDA(); }
 std::string describe_cuda() {
   if (!at::hasCUDA()) return "none";
   return std::to_string(at::getNumGPUs()) + " CUDA device(s)";
+}
+
+void make_cuda_deterministic() {
+  // cuBLAS is only deterministic with a fixed workspace; it reads this when it initialises.
+  ::setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", /*overwrite=*/0);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
 }
 
 }  // namespace trainrepro

@@ -9,4 +9,8 @@ std::string torch_version();  // "2.11.0"
 bool cuda_is_available();
 std::string describe_cuda();  // "1 CUDA device(s)" or "none"
 
+// Makes CUDA runs reproducible: deterministic algorithms, no TF32, a fixed cuBLAS workspace.
+// Call before the first CUDA operation.
+void make_cuda_deterministic();
+
 }  // namespace trainrepro

@@ -4,9 +4,12 @@
 #include <exception>
 
 #include "harness/engine/runtime_info.h"
+#include "harness/golden/golden_store.h"
+#include "harness/loop/training_loop.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/scenario_error.h"
 #include "harness/verdict/judge_config.h"
+#include "harness/verdict/judge_training.h"
 
 namespace trainrepro {
 namespace {
@@ -58,6 +61,55 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
   return use_cuda ? Device::cuda : Device::cpu;
 }
 
+// What this engine cannot run yet, said plainly rather than run approximately.
+std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const Plan& plan) {
+  if (plan.batch.world_size > 1) {
+    return scenario.file + ":/world_size: " + std::to_string(plan.batch.world_size) +
+           " ranks: multi-rank training is not implemented by the reference engine yet";
+  }
+  if (plan.precision != Precision::fp32) {
+    return scenario.file + ":/deepspeed/" + precision_name(plan.precision) +
+           "/enabled: mixed-precision training is not implemented by the reference engine yet";
+  }
+  return std::nullopt;
+}
+
+// Golden, training and judging; every failure becomes a result.
+void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOptions& options,
+                        ScenarioResult& result) {
+  if (auto reason = unsupported_by_engine(scenario, plan)) {
+    result.verdict = error_verdict(ErrorSource::scenario, *reason);
+    return;
+  }
+  auto stage_start = Clock::now();
+  Golden golden;
+  try {
+    golden = load_golden(options.golden_dir, scenario);
+  } catch (const GoldenError& error) {
+    result.verdict = error_verdict(ErrorSource::scenario, error.what());
+    return;
+  }
+  result.golden_seconds = seconds_since(stage_start);
+
+  stage_start = Clock::now();
+  Trace trace;
+  try {
+    if (plan.device == Device::cuda) make_cuda_deterministic();
+    trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan);
+  } catch (const std::exception& error) {
+    result.verdict = error_verdict(ErrorSource::infrastructure,
+                                   scenario.file + ": training failed: " + error.what());
+    return;
+  }
+  result.training_seconds = seconds_since(stage_start);
+
+  stage_start = Clock::now();
+  TrainingJudgement judgement;
+  result.verdict = judge_training(scenario, plan, trace, golden, judgement);
+  result.training = std::move(judgement);
+  result.judging_seconds = seconds_since(stage_start);
+}
+
 }  // namespace
 
 LoadAttempt try_load_scenario(const std::string& file) {
@@ -102,11 +154,7 @@ ScenarioResult run_loaded_scenario(const Scenario& scenario, const RunOptions& o
   if (auto verdict = judge_config(scenario, resolution)) {
     result.verdict = *verdict;
   } else {
-    // Training itself needs the reference engine, which is the next stage to be built; until
-    // then such a scenario is reported as not runnable, never as passed.
-    result.verdict = error_verdict(ErrorSource::infrastructure,
-                                   "this scenario needs the reference engine to run training "
-                                   "steps, and this build of trainrepro has none yet");
+    run_training_stage(scenario, std::get<Plan>(resolution), options, result);
     result.verdict.expected = describe_expectation(scenario.expect);
   }
   result.seconds = seconds_since(start);

@@ -12,6 +12,7 @@ namespace trainrepro {
 struct RunOptions {
   std::optional<DeviceChoice> device_override;  // --device
   bool cuda_available = false;
+  std::string golden_dir = "golden";
 };
 
 // The load stage alone, as a result when it fails (outcome error, source scenario).

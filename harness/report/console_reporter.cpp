@@ -40,6 +40,7 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
     if (!verdict.diagnosis.empty()) out_ << "    diagnosis: " << verdict.diagnosis << "\n";
   } else if (verdict.outcome == Outcome::reproduced || verdict.outcome == Outcome::skipped) {
     out_ << "    " << verdict.found << "\n";
+    if (!verdict.diagnosis.empty()) out_ << "    diagnosis: " << verdict.diagnosis << "\n";
   }
   for (const std::string& warning : result.warnings) out_ << "    warning: " << warning << "\n";
 }

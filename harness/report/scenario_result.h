@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "harness/scenario/plan.h"
+#include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
 
 namespace trainrepro {
@@ -18,8 +19,12 @@ struct ScenarioResult {
   Verdict verdict;
   std::vector<std::string> warnings;  // "file:/pointer: …" each
   std::optional<Plan> plan;           // when the config resolved
+  std::optional<TrainingJudgement> training;  // when training ran and was judged
   std::string torch_version;  // of the LibTorch that ran it
-  double seconds = 0.0;
+  double seconds = 0.0;       // everything, loading included
+  double golden_seconds = 0.0;
+  double training_seconds = 0.0;
+  double judging_seconds = 0.0;
 };
 
 // The worst exit code over all results (see ExitCode); kExitOk for none.

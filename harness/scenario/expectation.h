@@ -13,6 +13,7 @@ enum class ExpectedOutcome { pass, config_error, diagnosis };
 // The named explanations of a gradient mismatch that a reproduction scenario can expect.
 enum class DiagnosisKind {
   no_accumulation,             // effective batch = micro batch (GAS not set)
+  effective_batch_differs,     // the config resolves to another train_batch_size than intended
   loss_not_scaled,             // gradient = golden × GAS
   loss_scaled_twice,           // gradient = golden / GAS
   zeroed_inside_window,        // gradient = last micro-batch only

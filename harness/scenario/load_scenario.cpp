@@ -36,6 +36,37 @@ ZooChoice<Options> read_zoo_choice(ObjectReader& section,
   return choice;
 }
 
+LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
+  LoopSpec spec;
+  spec.zero_grad = loop.optional_enum("zero_grad", spec.zero_grad, zero_grad_spellings());
+  spec.loss_scaling =
+      loop.optional_enum("loss_scaling", spec.loss_scaling, loss_scaling_spellings());
+  spec.stepping = loop.optional_enum("stepping", spec.stepping, stepping_spellings());
+  spec.token_normalisation = loop.optional_enum("token_normalisation", spec.token_normalisation,
+                                                token_normalisation_spellings());
+  spec.steps = loop.optional_int("steps", golden.steps, 1);
+  if (spec.steps < golden.steps) {
+    loop.fail("steps", "expected at least golden.steps (" + std::to_string(golden.steps) +
+                           ") optimizer steps so every golden step can be compared, found " +
+                           std::to_string(spec.steps));
+  }
+  loop.reject_unknown_keys();
+  return spec;
+}
+
+ToleranceOverride read_tolerance(ObjectReader& tolerance) {
+  ToleranceOverride spec;
+  spec.rtol = tolerance.optional_number("rtol", 0.0, 0.0);
+  spec.atol = tolerance.optional_number("atol", 0.0, 0.0);
+  spec.reason = tolerance.required_string("reason");
+  if (spec.reason.empty()) {
+    tolerance.fail("reason", "expected a sentence saying why the default tolerance is wrong "
+                             "here, found \"\"");
+  }
+  tolerance.reject_unknown_keys();
+  return spec;
+}
+
 GoldenSpec read_golden(ObjectReader& golden) {
   GoldenSpec spec;
   spec.train_batch_size = golden.required_int("train_batch_size", 1);
@@ -64,18 +95,6 @@ std::vector<Requirement> read_requirements(ObjectReader& root) {
 }
 
 }  // namespace
-
-const EnumSpellings<DeviceChoice>& device_choice_spellings() {
-  static const EnumSpellings<DeviceChoice> spellings = {
-      {DeviceChoice::cpu, "cpu"}, {DeviceChoice::cuda, "cuda"}, {DeviceChoice::auto_detect, "auto"}};
-  return spellings;
-}
-
-const EnumSpellings<Requirement>& requirement_spellings() {
-  static const EnumSpellings<Requirement> spellings = {{Requirement::cuda, "cuda"},
-                                                       {Requirement::mpi, "mpi"}};
-  return spellings;
-}
 
 Scenario load_scenario(const std::string& file) {
   const nlohmann::json document = read_json_file(file);
@@ -119,11 +138,17 @@ Scenario load_scenario(const std::string& file) {
   scenario.device =
       root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
 
-  ObjectReader loop = root.optional_object("loop");
-  loop.reject_unknown_keys();
+  scenario.dtype = root.optional_enum("dtype", EngineDtype::float32, engine_dtype_spellings());
 
   ObjectReader golden = root.required_object("golden");
   scenario.golden = read_golden(golden);
+  ObjectReader loop = root.optional_object("loop");
+  scenario.loop = read_loop(loop, scenario.golden);
+  root.note_known("tolerance");
+  if (root.has("tolerance")) {
+    ObjectReader tolerance = root.required_object("tolerance");
+    scenario.tolerance = read_tolerance(tolerance);
+  }
   ObjectReader expect = root.required_object("expect");
   scenario.expect = read_expectation(expect);
 

@@ -17,6 +17,7 @@ enum class Precision { fp32, fp16, bf16 };
 struct Plan {
   ResolvedBatch batch;
   Device device = Device::cpu;
+  EngineDtype dtype = EngineDtype::float32;
   Precision precision = Precision::fp32;
   int64_t zero_stage = 0;
   OptimizerConfig optimizer;

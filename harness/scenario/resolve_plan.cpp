@@ -30,6 +30,7 @@ PlanResolution resolve_plan(const Scenario& scenario, Device device) {
   Plan plan;
   plan.batch = std::get<ResolvedBatch>(batch);
   plan.device = device;
+  plan.dtype = scenario.dtype;
   plan.precision = config.fp16_enabled   ? Precision::fp16
                    : config.bf16_enabled ? Precision::bf16
                                          : Precision::fp32;

@@ -1,0 +1,81 @@
+#include "harness/engine/optimizer.h"
+
+#include <cmath>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+namespace trainrepro {
+
+void Optimizer::step(const std::vector<at::Tensor>& parameters) {
+  c10::NoGradGuard no_grad;
+  if (first_moment_.size() != parameters.size()) {
+    first_moment_.assign(parameters.size(), at::Tensor());
+    second_moment_.assign(parameters.size(), at::Tensor());
+  }
+  ++steps_taken_;
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    at::Tensor parameter = parameters[i];
+    const at::Tensor gradient = parameter.grad();
+    if (!gradient.defined()) continue;
+    if (config_.kind == OptimizerKind::sgd) {
+      sgd_update(parameter, gradient, i);
+    } else {
+      adam_update(parameter, gradient, i);
+    }
+  }
+}
+
+void Optimizer::sgd_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index) {
+  at::Tensor direction = gradient;
+  if (config_.weight_decay != 0.0) direction = direction.add(parameter, config_.weight_decay);
+  if (config_.momentum != 0.0) {
+    at::Tensor& buffer = first_moment_[index];
+    if (!buffer.defined()) {
+      buffer = direction.clone();  // torch.optim.SGD: the first step takes the gradient as is
+    } else {
+      buffer.mul_(config_.momentum).add_(direction, 1.0 - config_.dampening);
+    }
+    direction = config_.nesterov ? direction.add(buffer, config_.momentum) : buffer;
+  }
+  parameter.add_(direction, -config_.lr);
+}
+
+void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index) {
+  at::Tensor& exp_avg = first_moment_[index];
+  at::Tensor& exp_avg_sq = second_moment_[index];
+  if (!exp_avg.defined()) {
+    exp_avg = at::zeros_like(parameter);
+    exp_avg_sq = at::zeros_like(parameter);
+  }
+  // Classic Adam folds weight decay into the gradient (L2); AdamW decays the weights directly.
+  at::Tensor effective_gradient = gradient;
+  if (!config_.decoupled_weight_decay && config_.weight_decay != 0.0) {
+    effective_gradient = gradient.add(parameter, config_.weight_decay);
+  }
+  exp_avg.mul_(config_.beta1).add_(effective_gradient, 1.0 - config_.beta1);
+  exp_avg_sq.mul_(config_.beta2).addcmul_(effective_gradient, effective_gradient,
+                                          1.0 - config_.beta2);
+
+  const double t = static_cast<double>(steps_taken_);
+  const double bias_correction1 = 1.0 - std::pow(config_.beta1, t);
+  const double bias_correction2 = 1.0 - std::pow(config_.beta2, t);
+  const at::Tensor denominator =
+      exp_avg_sq.sqrt().div_(std::sqrt(bias_correction2)).add_(config_.eps);
+  if (config_.decoupled_weight_decay && config_.weight_decay != 0.0) {
+    parameter.mul_(1.0 - config_.lr * config_.weight_decay);
+  }
+  parameter.addcdiv_(exp_avg, denominator, -config_.lr / bias_correction1);
+}
+
+int64_t Optimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto* buffers : {&first_moment_, &second_moment_}) {
+    for (const at::Tensor& buffer : *buffers) {
+      if (buffer.defined()) bytes += buffer.numel() * static_cast<int64_t>(buffer.element_size());
+    }
+  }
+  return bytes;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,37 @@
+// The optimizers of DeepSpeed's config, on plain tensors: SGD as torch.optim.SGD, Adam and
+// AdamW as DeepSpeed's fused Adam (bias correction on; decoupled weight decay for AdamW, and for
+// Adam unless adam_w_mode is false). Written out rather than borrowed from torch::optim so that
+// each update is visible here and state can later be partitioned across ranks (ZeRO).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <ATen/Tensor.h>
+
+#include "harness/scenario/deepspeed_config.h"
+
+namespace trainrepro {
+
+class Optimizer {
+ public:
+  explicit Optimizer(const OptimizerConfig& config) : config_(config) {}
+
+  // One update of every parameter from its .grad(); parameters without a gradient are skipped,
+  // as torch.optim does. Runs without autograd recording.
+  void step(const std::vector<at::Tensor>& parameters);
+
+  int64_t steps_taken() const { return steps_taken_; }
+  // Bytes of optimizer state held (momentum and variance buffers), for memory accounting.
+  int64_t state_bytes() const;
+
+ private:
+  void sgd_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
+  void adam_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
+
+  OptimizerConfig config_;
+  int64_t steps_taken_ = 0;
+  std::vector<at::Tensor> first_moment_;   // SGD: momentum buffer; Adam: exp_avg
+  std::vector<at::Tensor> second_moment_;  // Adam: exp_avg_sq
+};
+
+}  // namespace trainrepro

@@ -1,0 +1,69 @@
+#include "harness/golden/golden_key.h"
+
+#include "harness/golden/sha256.h"
+#include "models/options_json.h"
+
+namespace trainrepro {
+
+nlohmann::json golden_key(const Scenario& scenario) {
+  const OptimizerConfig& optimizer = *scenario.deepspeed.optimizer;
+  nlohmann::json optimizer_json = {
+      {"type", spelling_of(optimizer.kind, optimizer_spellings())},
+      {"lr", optimizer.lr},
+      {"weight_decay", optimizer.weight_decay},
+  };
+  if (optimizer.kind == OptimizerKind::sgd) {
+    optimizer_json["momentum"] = optimizer.momentum;
+    optimizer_json["dampening"] = optimizer.dampening;
+    optimizer_json["nesterov"] = optimizer.nesterov;
+  } else {
+    optimizer_json["betas"] = {optimizer.beta1, optimizer.beta2};
+    optimizer_json["eps"] = optimizer.eps;
+    optimizer_json["decoupled_weight_decay"] = optimizer.decoupled_weight_decay;
+  }
+  return {
+      {"format_version", kGoldenFormatVersion},
+      {"model",
+       {{"name", scenario.model.name},
+        {"options", model_options_to_json(scenario.model.options)},
+        {"seed", scenario.model.seed}}},
+      {"data",
+       {{"name", scenario.data.name},
+        {"options", data_options_to_json(scenario.data.options)},
+        {"seed", scenario.data.seed}}},
+      {"optimizer", optimizer_json},
+      {"gradient_clipping", scenario.deepspeed.gradient_clipping},
+      {"train_batch_size", scenario.golden.train_batch_size},
+      {"steps", scenario.golden.steps},
+  };
+}
+
+std::string golden_file_name(const nlohmann::json& key) {
+  // nlohmann::json objects are key-sorted, so dump() is canonical.
+  const std::string hash = sha256_hex(key.dump()).substr(0, 12);
+  return key["model"]["name"].get<std::string>() + "-" + key["data"]["name"].get<std::string>() +
+         "-tb" + std::to_string(key["train_batch_size"].get<int64_t>()) + "-s" +
+         std::to_string(key["steps"].get<int64_t>()) + "-" + hash + ".safetensors";
+}
+
+Plan golden_plan(const Scenario& scenario) {
+  Plan plan;
+  const int64_t batch = scenario.golden.train_batch_size;
+  plan.batch = {batch, batch, /*gradient_accumulation_steps=*/1, /*world_size=*/1, {}};
+  plan.device = Device::cpu;
+  plan.dtype = EngineDtype::float64;
+  plan.precision = Precision::fp32;
+  plan.zero_stage = 0;
+  plan.optimizer = *scenario.deepspeed.optimizer;
+  plan.gradient_clipping = scenario.deepspeed.gradient_clipping;
+  plan.golden = scenario.golden;
+  return plan;
+}
+
+LoopSpec golden_loop(const Scenario& scenario) {
+  LoopSpec loop;
+  loop.steps = scenario.golden.steps;
+  return loop;
+}
+
+}  // namespace trainrepro

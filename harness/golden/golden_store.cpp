@@ -1,0 +1,191 @@
+#include "harness/golden/golden_store.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <ATen/ATen.h>
+
+#include "harness/engine/runtime_info.h"
+#include "harness/files/atomic_write.h"
+#include "harness/golden/golden_key.h"
+#include "harness/golden/safetensors.h"
+#include "harness/golden/sha256.h"
+
+namespace trainrepro {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kFormat = "trainrepro-golden";
+constexpr const char* kManifestFormat = "trainrepro-golden-manifest";
+
+std::string manifest_path(const std::string& directory) {
+  return (fs::path(directory) / "manifest.json").string();
+}
+
+nlohmann::json read_manifest(const std::string& directory) {
+  const std::string path = manifest_path(directory);
+  if (!fs::exists(path)) {
+    return {{"format", kManifestFormat}, {"format_version", kGoldenFormatVersion},
+            {"goldens", nlohmann::json::object()}};
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json manifest = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded() || !manifest.is_object() || manifest.value("format", "") != kManifestFormat ||
+      !manifest.contains("goldens") || !manifest["goldens"].is_object()) {
+    throw GoldenError(path + ": not a trainrepro golden manifest (corrupt?); regenerate every "
+                             "golden with: trainrepro golden --update scenarios");
+  }
+  return manifest;
+}
+
+std::string step_prefix(size_t step) { return "step" + std::to_string(step) + "/"; }
+
+}  // namespace
+
+bool needs_golden(const Scenario& scenario) {
+  return scenario.expect.outcome != ExpectedOutcome::config_error;
+}
+
+std::string regenerate_command(const Scenario& scenario) {
+  return "build/trainrepro golden --update " + scenario.file;
+}
+
+std::string write_golden(const std::string& directory, const Golden& golden) {
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+  for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
+    tensors.emplace_back("init/" + golden.parameter_names[i], golden.initial_parameters[i]);
+  }
+  tensors.emplace_back("data/inputs", golden.data.inputs);
+  tensors.emplace_back("data/targets", golden.data.targets);
+  if (golden.data.mask.defined()) tensors.emplace_back("data/mask", golden.data.mask);
+  for (size_t s = 0; s < golden.steps.size(); ++s) {
+    const GoldenStep& step = golden.steps[s];
+    tensors.emplace_back(step_prefix(s) + "loss", at::scalar_tensor(step.loss, at::kDouble));
+    for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
+      tensors.emplace_back(step_prefix(s) + "grad/" + golden.parameter_names[i],
+                           step.gradients[i]);
+      tensors.emplace_back(step_prefix(s) + "param/" + golden.parameter_names[i],
+                           step.parameters[i]);
+    }
+  }
+  const std::map<std::string, std::string> metadata = {
+      {"format", kFormat},
+      {"format_version", std::to_string(kGoldenFormatVersion)},
+      {"key", golden.key.dump()},
+      {"parameters", nlohmann::json(golden.parameter_names).dump()},
+      {"torch_version", torch_version()},
+      {"dtype", "float64"},
+      {"generated_by", "trainrepro golden --update"},
+  };
+
+  const std::string name = golden_file_name(golden.key);
+  const std::string path = (fs::path(directory) / name).string();
+  write_safetensors(path, tensors, metadata);
+
+  nlohmann::json manifest = read_manifest(directory);
+  manifest["goldens"][name] = {{"key", golden.key},
+                               {"sha256", sha256_of_file(path)},
+                               {"bytes", static_cast<int64_t>(fs::file_size(path))},
+                               {"torch_version", torch_version()}};
+  write_file_atomically(manifest_path(directory), manifest.dump(2) + "\n");
+  return path;
+}
+
+std::string check_golden(const std::string& directory, const Scenario& scenario) {
+  const nlohmann::json key = golden_key(scenario);
+  const std::string name = golden_file_name(key);
+  const std::string path = (fs::path(directory) / name).string();
+  const std::string regenerate = "; regenerate it with: " + regenerate_command(scenario);
+  nlohmann::json manifest;
+  try {
+    manifest = read_manifest(directory);
+  } catch (const GoldenError& error) {
+    return error.what();
+  }
+  const auto& goldens = manifest["goldens"];
+  if (!goldens.contains(name)) {
+    return path + ": no golden for this scenario's key (new scenario, or its model, data, "
+                  "optimizer, golden batch or steps changed)" + regenerate;
+  }
+  if (goldens[name].value("key", nlohmann::json()) != key) {
+    return manifest_path(directory) + ": the entry for " + name +
+           " has a different key (stale manifest)" + regenerate;
+  }
+  if (!fs::exists(path)) return path + ": listed in the manifest but missing" + regenerate;
+  const std::string actual = sha256_of_file(path);
+  const std::string expected = goldens[name].value("sha256", "");
+  if (actual != expected) {
+    return path + ": checksum mismatch (the file is corrupt or was changed by hand): SHA-256 " +
+           actual + ", manifest says " + expected + regenerate;
+  }
+  return "";
+}
+
+Golden load_golden(const std::string& directory, const Scenario& scenario) {
+  if (const std::string problem = check_golden(directory, scenario); !problem.empty()) {
+    throw GoldenError(problem);
+  }
+  const nlohmann::json key = golden_key(scenario);
+  const std::string path = (fs::path(directory) / golden_file_name(key)).string();
+  const std::string regenerate = "; regenerate it with: " + regenerate_command(scenario);
+  SafetensorsFile file;
+  try {
+    file = read_safetensors(path);
+  } catch (const std::runtime_error& error) {
+    throw GoldenError(std::string(error.what()) + regenerate);
+  }
+  auto meta = [&](const std::string& field) {
+    auto it = file.metadata.find(field);
+    return it == file.metadata.end() ? std::string() : it->second;
+  };
+  if (meta("format") != kFormat || meta("format_version") != std::to_string(kGoldenFormatVersion)) {
+    throw GoldenError(path + ": format \"" + meta("format") + "\" version \"" +
+                      meta("format_version") + "\", expected \"" + kFormat + "\" version " +
+                      std::to_string(kGoldenFormatVersion) + regenerate);
+  }
+  if (meta("key") != key.dump()) {
+    throw GoldenError(path + ": the key stored in the file differs from the scenario's" +
+                      regenerate);
+  }
+
+  Golden golden;
+  golden.file = path;
+  golden.key = key;
+  golden.parameter_names =
+      nlohmann::json::parse(meta("parameters")).get<std::vector<std::string>>();
+  auto tensor = [&](const std::string& name) {
+    auto it = file.tensors.find(name);
+    if (it == file.tensors.end()) {
+      throw GoldenError(path + ": tensor \"" + name + "\" is missing" + regenerate);
+    }
+    return it->second;
+  };
+  for (const std::string& name : golden.parameter_names) {
+    golden.initial_parameters.push_back(tensor("init/" + name));
+  }
+  golden.data.inputs = tensor("data/inputs");
+  golden.data.targets = tensor("data/targets");
+  if (file.tensors.count("data/mask")) golden.data.mask = tensor("data/mask");
+  for (int64_t s = 0; s < scenario.golden.steps; ++s) {
+    GoldenStep step;
+    step.loss = tensor(step_prefix(s) + "loss").item<double>();
+    for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
+      const std::string& name = golden.parameter_names[i];
+      step.gradients.push_back(tensor(step_prefix(s) + "grad/" + name));
+      step.parameters.push_back(tensor(step_prefix(s) + "param/" + name));
+      if (!step.gradients.back().sizes().equals(golden.initial_parameters[i].sizes()) ||
+          !step.parameters.back().sizes().equals(golden.initial_parameters[i].sizes())) {
+        throw GoldenError(path + ": step " + std::to_string(s) + " tensors of \"" + name +
+                          "\" do not have the parameter's shape" + regenerate);
+      }
+    }
+    golden.steps.push_back(std::move(step));
+  }
+  return golden;
+}
+
+}  // namespace trainrepro

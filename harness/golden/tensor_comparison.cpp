@@ -1,0 +1,70 @@
+#include "harness/golden/tensor_comparison.h"
+
+#include <cmath>
+#include <limits>
+
+#include <ATen/ATen.h>
+
+namespace trainrepro {
+
+Tolerance default_tolerance(EngineDtype dtype) {
+  return dtype == EngineDtype::float64 ? Tolerance{1e-7, 1e-7} : Tolerance{1.3e-6, 1e-5};
+}
+
+TensorComparison compare_tensors(const std::string& name, const at::Tensor& actual_in,
+                                 const at::Tensor& expected_in, const Tolerance& tolerance,
+                                 const at::Tensor& allowance) {
+  const at::Tensor actual = actual_in.to(at::kCPU, at::kDouble).contiguous();
+  const at::Tensor expected = expected_in.to(at::kCPU, at::kDouble).contiguous();
+  TensorComparison result;
+  result.name = name;
+  result.elements = expected.numel();
+  if (result.elements == 0) return result;
+
+  const at::Tensor actual_nan = actual.isnan();
+  const at::Tensor expected_nan = expected.isnan();
+  const at::Tensor nan_disagrees = actual_nan.ne(expected_nan);
+  const at::Tensor both_nan = actual_nan.logical_and(expected_nan);
+
+  at::Tensor error = (actual - expected).abs().masked_fill(both_nan, 0.0);
+  at::Tensor allowed = expected.abs().mul(tolerance.rtol).add(tolerance.atol);
+  if (allowance.defined()) allowed = allowed + allowance.to(at::kDouble);
+  const at::Tensor outside = error.gt(allowed).logical_or(nan_disagrees);
+  result.mismatched = outside.sum().item<int64_t>();
+  result.within_tolerance = result.mismatched == 0;
+
+  const at::Tensor finite_error = error.nan_to_num(0.0, 0.0, 0.0);
+  result.max_abs_error = finite_error.max().item<double>();
+  const at::Tensor nonzero = expected.ne(0.0).logical_and(expected_nan.logical_not());
+  if (nonzero.any().item<bool>()) {
+    result.max_rel_error =
+        finite_error.masked_select(nonzero).div(expected.abs().masked_select(nonzero)).max()
+            .item<double>();
+  }
+  // The worst element is the one that uses most of its allowed error; a NaN disagreement wins.
+  at::Tensor used = finite_error.div(allowed.clamp_min(1e-300));
+  used = used.masked_fill(nan_disagrees, std::numeric_limits<double>::infinity());
+  const int64_t flat_worst = used.reshape({-1}).argmax().item<int64_t>();
+  result.tolerance_used = used.reshape({-1})[flat_worst].item<double>();
+  result.worst_actual = actual.reshape({-1})[flat_worst].item<double>();
+  result.worst_expected = expected.reshape({-1})[flat_worst].item<double>();
+  int64_t remainder = flat_worst;
+  result.worst_index.assign(expected.dim(), 0);
+  for (int64_t d = expected.dim() - 1; d >= 0; --d) {
+    result.worst_index[d] = remainder % expected.size(d);
+    remainder /= expected.size(d);
+  }
+
+  const double actual_norm = actual.nan_to_num(0.0).norm().item<double>();
+  const double expected_norm = expected.nan_to_num(0.0).norm().item<double>();
+  result.norm_ratio = expected_norm > 0.0 ? actual_norm / expected_norm
+                      : actual_norm == 0.0 ? 1.0
+                                           : std::numeric_limits<double>::infinity();
+  const double dot = (actual.nan_to_num(0.0) * expected.nan_to_num(0.0)).sum().item<double>();
+  result.cosine = actual_norm > 0.0 && expected_norm > 0.0 ? dot / (actual_norm * expected_norm)
+                  : actual_norm == expected_norm           ? 1.0
+                                                           : 0.0;
+  return result;
+}
+
+}  // namespace trainrepro

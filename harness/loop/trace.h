@@ -1,0 +1,38 @@
+// The Trace: what a training run did, step by step, as plain data for judging and reporting.
+// Gradients and parameters are kept as float64 CPU copies so that comparing them with the
+// golden never depends on the device or dtype the run used.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <ATen/Tensor.h>
+
+#include "harness/engine/reference_engine.h"
+
+namespace trainrepro {
+
+struct MicroStepRecord {
+  double loss = 0.0;    // the micro-batch's mean loss (sum over items / items), unscaled
+  int64_t items = 0;    // samples, or target tokens
+};
+
+struct OptimizerStepRecord {
+  int64_t micro_step = 0;  // backwards seen when this optimizer step happened
+  double loss = 0.0;       // mean loss over the items since the previous optimizer step
+  double gradient_norm = 0.0;
+  bool through_engine = true;
+  std::vector<at::Tensor> gradients;   // accumulated, before clipping; float64 CPU
+  std::vector<at::Tensor> parameters;  // after the step; float64 CPU
+};
+
+struct Trace {
+  std::vector<std::string> parameter_names;
+  std::vector<at::Tensor> initial_parameters;  // float64 CPU
+  std::vector<MicroStepRecord> micro_steps;
+  std::vector<OptimizerStepRecord> steps;
+  EngineCounters counters;
+  double seconds = 0.0;
+};
+
+}  // namespace trainrepro

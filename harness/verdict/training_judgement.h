@@ -1,0 +1,37 @@
+// The judgement of a training run against its golden, as plain data: per optimizer step the
+// losses and every tensor's comparison, where the first mismatch is, and its diagnosis.
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "harness/engine/reference_engine.h"
+#include "harness/golden/diagnosis.h"
+#include "harness/golden/tensor_comparison.h"
+
+namespace trainrepro {
+
+struct StepJudgement {
+  int64_t step = 0;
+  int64_t micro_step = 0;  // backwards the run had done at this optimizer step
+  double loss = 0.0;
+  double golden_loss = 0.0;
+  bool gradients_match = true;
+  bool parameters_match = true;
+  std::vector<TensorComparison> gradients;
+  std::vector<TensorComparison> parameters;
+};
+
+struct TrainingJudgement {
+  std::string golden_file;
+  Tolerance gradient_tolerance;
+  std::string tolerance_reason;  // when the scenario overrides the default
+  std::vector<StepJudgement> steps;
+  std::optional<int64_t> first_gradient_mismatch;
+  std::optional<int64_t> first_parameter_mismatch;
+  std::optional<Diagnosis> diagnosis;  // when something mismatched
+  EngineCounters counters;
+  int64_t micro_steps = 0;
+  std::vector<double> micro_step_losses;
+};
+
+}  // namespace trainrepro

@@ -1,0 +1,53 @@
+// The "mlp" model: parameters "layers.{i}.weight" / "layers.{i}.bias", one Linear per pair of dims.
+#include "models/mlp_model.h"
+
+#include <stdexcept>
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/linear.h>
+
+namespace trainrepro {
+namespace {
+
+at::Tensor activate(const at::Tensor& x, Activation activation) {
+  switch (activation) {
+    case Activation::relu:
+      return at::relu(x);
+    case Activation::gelu:
+      return at::gelu(x, /*approximate=*/"none");
+    case Activation::tanh:
+      return at::tanh(x);
+  }
+  throw std::invalid_argument("unknown activation");
+}
+
+}  // namespace
+
+MlpModel::MlpModel(const MlpOptions& options) : activation_(options.activation) {
+  if (options.dims.size() < 2) {
+    throw std::invalid_argument("mlp needs at least two dims (input and output)");
+  }
+  for (size_t i = 0; i + 1 < options.dims.size(); ++i) {
+    layers_->push_back(torch::nn::Linear(options.dims[i], options.dims[i + 1]));
+  }
+  register_module("layers", layers_);
+}
+
+at::Tensor MlpModel::forward(const at::Tensor& inputs) {
+  at::Tensor x = inputs;
+  for (size_t i = 0; i < layers_->size(); ++i) {
+    x = layers_->at<torch::nn::LinearImpl>(i).forward(x);
+    if (i + 1 < layers_->size()) x = activate(x, activation_);
+  }
+  return x;
+}
+
+at::Tensor MlpModel::loss_sum(const Batch& batch) {
+  const at::Tensor outputs = forward(batch.inputs);
+  if (at::isIntegralType(batch.targets.scalar_type(), /*includeBool=*/false)) {
+    return -outputs.log_softmax(/*dim=*/1).gather(1, batch.targets.unsqueeze(1)).sum();
+  }
+  return (outputs - batch.targets).square().mean(/*dim=*/1).sum();
+}
+
+}  // namespace trainrepro

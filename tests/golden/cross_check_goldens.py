@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Recomputes golden files independently with Python PyTorch and checks they agree to 1e-10.
+
+The goldens are written by trainrepro's own C++ engine; checking them only against that engine
+would prove nothing. This script reads each golden's key (model, data, optimizer, batch, steps),
+its initial weights and its samples, re-implements the models functionally, and trains with
+torch.optim (SGD, Adam, AdamW) and torch.nn.utils.clip_grad_norm_ in float64 on the CPU. Every
+step's loss, gradients and parameters must agree with the file to 1e-10.
+
+Usage: cross_check_goldens.py GOLDEN_DIR [--min-files N]
+"""
+import argparse
+import json
+import math
+import pathlib
+import sys
+
+import torch
+import torch.nn.functional as F
+from safetensors import safe_open
+from safetensors.torch import load_file
+
+TOLERANCE = 1e-10
+
+
+def mlp_loss_sum(params, options, inputs, targets):
+    layers = len(options["dims"]) - 1
+    activation = {"relu": F.relu, "tanh": torch.tanh,
+                  "gelu": lambda x: F.gelu(x, approximate="none")}[options["activation"]]
+    x = inputs
+    for i in range(layers):
+        x = F.linear(x, params[f"layers.{i}.weight"], params[f"layers.{i}.bias"])
+        if i < layers - 1:
+            x = activation(x)
+    if targets.dtype == torch.int64:  # classification: cross entropy per sample
+        return F.cross_entropy(x, targets, reduction="sum"), targets.shape[0]
+    # regression: mean over outputs of the squared error, summed over samples
+    return ((x - targets) ** 2).mean(dim=1).sum(), targets.shape[0]
+
+
+def gpt_loss_sum(params, options, inputs, targets, mask):
+    n, s = inputs.shape
+    d, h = options["d_model"], options["heads"]
+    x = params["token_embedding.weight"][inputs] + params["position_embedding.weight"][:s]
+    causal = torch.ones(s, s, dtype=torch.bool).tril()
+    allowed = causal[None, None, :, :] & (inputs != 0)[:, None, None, :]
+    for i in range(options["layers"]):
+        p = lambda name: params[f"blocks.{i}.{name}"]
+        y = F.layer_norm(x, (d,), p("ln1.weight"), p("ln1.bias"), eps=1e-5)
+        q, k, v = F.linear(y, p("attn_qkv.weight"), p("attn_qkv.bias")).split(d, dim=-1)
+        heads = lambda t: t.reshape(n, s, h, d // h).transpose(1, 2)
+        scores = heads(q) @ heads(k).transpose(-2, -1) / math.sqrt(d // h)
+        probs = scores.masked_fill(~allowed, float("-inf")).softmax(dim=-1)
+        attended = (probs @ heads(v)).transpose(1, 2).reshape(n, s, d)
+        x = x + F.linear(attended, p("attn_out.weight"), p("attn_out.bias"))
+        y = F.layer_norm(x, (d,), p("ln2.weight"), p("ln2.bias"), eps=1e-5)
+        y = F.gelu(F.linear(y, p("mlp_in.weight"), p("mlp_in.bias")), approximate="none")
+        x = x + F.linear(y, p("mlp_out.weight"), p("mlp_out.bias"))
+    x = F.layer_norm(x, (d,), params["ln_f.weight"], params["ln_f.bias"], eps=1e-5)
+    logits = F.linear(x, params["head.weight"], params["head.bias"])
+    return F.cross_entropy(logits[mask], targets[mask], reduction="sum"), int(mask.sum())
+
+
+def make_optimizer(config, params):
+    lr, decay = config["lr"], config["weight_decay"]
+    if config["type"] == "SGD":
+        return torch.optim.SGD(params, lr=lr, momentum=config["momentum"],
+                               dampening=config["dampening"], nesterov=config["nesterov"],
+                               weight_decay=decay, foreach=False)
+    betas, eps = tuple(config["betas"]), config["eps"]
+    if config["decoupled_weight_decay"]:
+        return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=decay,
+                                 foreach=False)
+    return torch.optim.Adam(params, lr=lr, betas=betas, eps=eps, weight_decay=decay,
+                            foreach=False)
+
+
+def largest_difference(actual, expected):
+    return float((actual - expected).abs().max()) if actual.numel() else 0.0
+
+
+def check_file(path):
+    tensors = load_file(str(path))
+    with safe_open(str(path), framework="pt") as handle:
+        metadata = handle.metadata()
+    key = json.loads(metadata["key"])
+    names = json.loads(metadata["parameters"])
+    model, data = key["model"], key["data"]
+    batch, steps = key["train_batch_size"], key["steps"]
+
+    params = {name: tensors[f"init/{name}"].clone().requires_grad_(True) for name in names}
+    ordered = [params[name] for name in names]
+    optimizer = make_optimizer(key["optimizer"], ordered)
+    inputs, targets = tensors["data/inputs"], tensors["data/targets"]
+    mask = tensors.get("data/mask")
+
+    worst = 0.0
+    for step in range(steps):
+        rows = slice(step * batch, (step + 1) * batch)
+        optimizer.zero_grad(set_to_none=True)
+        if model["name"] == "mlp":
+            loss_sum, items = mlp_loss_sum(params, model["options"], inputs[rows], targets[rows])
+        else:
+            loss_sum, items = gpt_loss_sum(params, model["options"], inputs[rows],
+                                           targets[rows], mask[rows])
+        loss = loss_sum / items
+        loss.backward()
+        problems = []
+        differences = {"loss": abs(float(loss.detach()) - float(tensors[f"step{step}/loss"]))}
+        for name in names:
+            differences[f"grad/{name}"] = largest_difference(
+                params[name].grad, tensors[f"step{step}/grad/{name}"])
+        if key["gradient_clipping"] > 0:
+            torch.nn.utils.clip_grad_norm_(ordered, key["gradient_clipping"])
+        optimizer.step()
+        for name in names:
+            differences[f"param/{name}"] = largest_difference(
+                params[name].detach(), tensors[f"step{step}/param/{name}"])
+        for what, difference in differences.items():
+            worst = max(worst, difference)
+            if not difference <= TOLERANCE:
+                problems.append(f"step {step} {what}: differs by {difference:.3e}")
+        if problems:
+            return False, worst, problems
+    return True, worst, []
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("golden_dir")
+    parser.add_argument("--min-files", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_default_dtype(torch.float64)
+    files = sorted(pathlib.Path(args.golden_dir).glob("*.safetensors"))
+    if len(files) < args.min_files:
+        print(f"{args.golden_dir}: expected at least {args.min_files} golden files, "
+              f"found {len(files)}")
+        return 1
+    failed = 0
+    for path in files:
+        ok, worst, problems = check_file(path)
+        print(f"{'AGREES' if ok else 'DIFFERS'} {path.name}: largest difference {worst:.2e}")
+        for problem in problems[:10]:
+            print("    " + problem)
+        failed += not ok
+    print(f"{len(files) - failed} of {len(files)} goldens agree with an independent PyTorch "
+          f"recomputation to {TOLERANCE:g}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

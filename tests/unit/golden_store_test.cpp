@@ -1,0 +1,92 @@
+// Goldens on disk: written once, read back identically, and every way they can go wrong —
+// missing, stale (the scenario changed), corrupt — is an error naming the regenerate command.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <ATen/ATen.h>
+
+#include "harness/golden/golden_run.h"
+#include "harness/golden/golden_store.h"
+#include "harness/scenario/load_scenario.h"
+#include "tests/unit/scenario_file_fixture.h"
+
+namespace trainrepro {
+namespace {
+
+class GoldenStore : public ScenarioFileTest {
+ protected:
+  void SetUp() override {
+    ScenarioFileTest::SetUp();
+    nlohmann::json scenario = valid_scenario();
+    scenario["golden"]["steps"] = 2;
+    scenario_ = load_scenario(write("scenario.json", scenario.dump()));
+    golden_dir_ = (directory_ / "golden").string();
+  }
+  std::string error_loading(const Scenario& scenario) {
+    try {
+      load_golden(golden_dir_, scenario);
+    } catch (const GoldenError& error) {
+      return error.what();
+    }
+    return "";
+  }
+  Scenario scenario_;
+  std::string golden_dir_;
+};
+
+TEST_F(GoldenStore, WrittenGoldenReadsBackIdentically) {
+  const Golden computed = compute_golden(scenario_);
+  write_golden(golden_dir_, computed);
+  const Golden loaded = load_golden(golden_dir_, scenario_);
+  ASSERT_EQ(loaded.parameter_names, computed.parameter_names);
+  ASSERT_EQ(loaded.steps.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    EXPECT_EQ(loaded.steps[s].loss, computed.steps[s].loss);
+    for (size_t i = 0; i < computed.parameter_names.size(); ++i) {
+      EXPECT_TRUE(at::equal(loaded.steps[s].gradients[i], computed.steps[s].gradients[i]));
+      EXPECT_TRUE(at::equal(loaded.steps[s].parameters[i], computed.steps[s].parameters[i]));
+    }
+  }
+  EXPECT_EQ(check_golden(golden_dir_, scenario_), "");
+  for (const auto& entry : std::filesystem::directory_iterator(golden_dir_)) {
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos) << entry.path();
+  }
+}
+
+TEST_F(GoldenStore, MissingGoldenNamesTheRegenerateCommand) {
+  const std::string error = error_loading(scenario_);
+  EXPECT_NE(error.find("no golden for this scenario's key"), std::string::npos) << error;
+  EXPECT_NE(error.find("regenerate it with: build/trainrepro golden --update " + scenario_.file),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(GoldenStore, ChangedScenarioMakesTheGoldenStale) {
+  write_golden(golden_dir_, compute_golden(scenario_));
+  Scenario changed = scenario_;
+  changed.deepspeed.optimizer->lr *= 2.0;
+  EXPECT_NE(error_loading(changed).find("no golden for this scenario's key"), std::string::npos);
+}
+
+TEST_F(GoldenStore, CorruptFileFailsItsChecksum) {
+  const std::string path = write_golden(golden_dir_, compute_golden(scenario_));
+  {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(-3, std::ios::end);
+    file.put('\x7f');
+  }
+  const std::string error = error_loading(scenario_);
+  EXPECT_NE(error.find(path + ": checksum mismatch"), std::string::npos) << error;
+  EXPECT_NE(error.find("golden --update"), std::string::npos) << error;
+}
+
+TEST_F(GoldenStore, ConfigErrorScenariosNeedNoGolden) {
+  Scenario config_error = scenario_;
+  config_error.expect.outcome = ExpectedOutcome::config_error;
+  EXPECT_FALSE(needs_golden(config_error));
+  EXPECT_TRUE(needs_golden(scenario_));
+}
+
+}  // namespace
+}  // namespace trainrepro
