@@ -79,3 +79,13 @@ add_cli_test(filter-that-matches-nothing-is-usage-error 2
 add_cli_test(run-writes-results-file 0
   [=[reproduced +batch-mismatch-tb-mb-gas]=]
   run scenarios/accumulation/batch-mismatch-tb-mb-gas.json --results @RESULTS@)
+
+# --- golden ----------------------------------------------------------------------------------
+add_cli_test(golden-needs-update-or-check 2 [=[say --update or --check]=] golden)
+add_cli_test(golden-update-and-check-exclude-each-other 2 [=[excludes]=] golden --update --check)
+add_cli_test(run-with-missing-golden-names-the-regenerate-command 2
+  [=[no golden for this scenario's key.*regenerate it with: build/trainrepro golden --update scenarios/accumulation/gas-missing\.json]=]
+  run scenarios/accumulation/gas-missing.json --golden-dir @RESULTS@)
+add_cli_test(run-writes-per-step-comparisons 0
+  [=[reproduced +gas-missing.*diagnosis: effective batch is 8, not 32: gradient_accumulation_steps is not set]=]
+  run scenarios/accumulation/gas-missing.json --results @RESULTS@)
