@@ -40,7 +40,8 @@ void BM_HandWrittenLoopStep(benchmark::State& state) {
   Optimizer optimizer(setup.plan.optimizer);
   for (auto _ : state) {
     for (const Batch& batch : setup.batches) {
-      (model->loss_sum(batch) / static_cast<double>(batch.items * kGas)).backward();
+      const at::Tensor loss = model->loss_sum(batch) / static_cast<double>(batch.items);
+      (loss / static_cast<double>(kGas)).backward();
     }
     optimizer.step(parameters);
     for (at::Tensor& parameter : parameters) parameter.mutable_grad().reset();

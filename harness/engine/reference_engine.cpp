@@ -57,10 +57,14 @@ void ReferenceEngine::take_optimizer_step(bool through_engine) {
                                              : at::zeros_like(parameter));
     }
   }
-  // The user's own optimizer.step() does not clip; only the engine's boundary does.
-  const double norm = through_engine && plan_.gradient_clipping > 0.0
-                          ? clip_gradients_by_global_norm(parameters_, plan_.gradient_clipping)
-                          : global_gradient_norm(parameters_);
+  // The user's own optimizer.step() does not clip; only the engine's boundary does. The norm
+  // costs a pass over every gradient, so it is computed only when clipping or observed.
+  double norm = 0.0;
+  if (through_engine && plan_.gradient_clipping > 0.0) {
+    norm = clip_gradients_by_global_norm(parameters_, plan_.gradient_clipping);
+  } else if (on_optimizer_step) {
+    norm = global_gradient_norm(parameters_);
+  }
   optimizer_.step(parameters_);
   if (on_optimizer_step) {
     OptimizerStepEvent event;
