@@ -93,8 +93,8 @@ at::Tensor GptModel::forward(const at::Tensor& inputs) {
   return head_(ln_f_(x));
 }
 
-at::Tensor GptModel::loss_sum(const Batch& batch) {
-  const at::Tensor log_probs = forward(batch.inputs).log_softmax(/*dim=*/-1);  // (N, S, V)
+at::Tensor GptModel::loss_sum_of(const at::Tensor& outputs, const Batch& batch) {
+  const at::Tensor log_probs = outputs.log_softmax(/*dim=*/-1);  // (N, S, V)
   const at::Tensor target_log_probs =
       log_probs.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1);  // (N, S)
   return -target_log_probs.masked_select(batch.mask).sum();

@@ -16,8 +16,9 @@ class GptModel : public ZooModel {
   explicit GptModel(const GptOptions& options);
   // (N, S) token ids, S <= max_seq_len -> (N, S, vocab_size) logits
   at::Tensor forward(const at::Tensor& inputs);
+  at::Tensor outputs(const Batch& batch) override { return forward(batch.inputs); }
   // Cross entropy summed over the positions where batch.mask is true.
-  at::Tensor loss_sum(const Batch& batch) override;
+  at::Tensor loss_sum_of(const at::Tensor& outputs, const Batch& batch) override;
 
  private:
   GptOptions options_;

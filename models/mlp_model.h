@@ -13,8 +13,9 @@ class MlpModel : public ZooModel {
   explicit MlpModel(const MlpOptions& options);
   // (N, dims.front()) -> (N, dims.back())
   at::Tensor forward(const at::Tensor& inputs);
+  at::Tensor outputs(const Batch& batch) override { return forward(batch.inputs); }
   // The task follows the targets' dtype: integral class ids mean classification.
-  at::Tensor loss_sum(const Batch& batch) override;
+  at::Tensor loss_sum_of(const at::Tensor& outputs, const Batch& batch) override;
 
  private:
   Activation activation_;

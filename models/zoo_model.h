@@ -16,10 +16,16 @@ namespace trainrepro {
 
 class ZooModel : public torch::nn::Module {
  public:
+  // The model's outputs for a batch (logits or predictions), with autograd history. Kept apart
+  // from the loss because keeping outputs across steps is one of the habits that leak memory.
+  virtual at::Tensor outputs(const Batch& batch) = 0;
+
   // Sum of per-item losses over the batch (a 0-dim tensor with autograd history):
   // classification: cross entropy per sample; regression: mean squared error over outputs per
   // sample; token_sequences: cross entropy per unmasked target token.
-  virtual at::Tensor loss_sum(const Batch& batch) = 0;
+  virtual at::Tensor loss_sum_of(const at::Tensor& outputs, const Batch& batch) = 0;
+
+  at::Tensor loss_sum(const Batch& batch) { return loss_sum_of(outputs(batch), batch); }
 };
 
 // Builds the model named by `spec` (see models/README.md) with its parameters in `dtype` on

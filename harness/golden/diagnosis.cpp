@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include "harness/loop/training_loop.h"
 #include "models/sample_source.h"
 
 namespace trainrepro {
@@ -146,6 +147,15 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
              " micro-batches, not " + gas + ": engine.step() is called once per window, but "
              "DeepSpeed counts every step() call as a micro-step. Fix: call engine.step() after "
              "every engine.backward()";
+    case DiagnosisKind::backward_in_evaluation:
+      return "step " + std::to_string(step) + "'s gradients are its own plus the evaluation "
+             "loss's gradient: the evaluation before it called backward(), computing gradients "
+             "where none are needed and leaving them in .grad for the next training step. Fix: "
+             "evaluate under torch.no_grad() and never call backward() on an evaluation loss";
+    case DiagnosisKind::tensor_memory_leak:
+    case DiagnosisKind::host_memory_leak:
+    case DiagnosisKind::memory_over_budget:
+      return "";  // judged from memory, never from gradients
     case DiagnosisKind::per_micro_batch_token_normalisation:
       return "gradients equal the average of per-micro-batch token means: each micro-batch's "
              "loss is divided by its own token count, which weighs tokens unequally when "
@@ -210,6 +220,20 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
     if (golden.data.mask.defined()) {
       hypotheses.push_back({DiagnosisKind::per_micro_batch_token_normalisation, per_micro_mean});
     }
+  }
+  // An evaluation that called backward() just before this step left its gradients behind.
+  const auto& evaluation = scenario.loop.evaluation;
+  if (evaluation && step > 0 && step % evaluation->every == 0) {
+    Gradients predicted = golden.steps[step].gradients;
+    const int64_t evaluation_index = step / evaluation->every - 1;
+    for (int64_t b = 0; b < evaluation->batches; ++b) {
+      const int64_t begin =
+          evaluation_first_sample(evaluation_index, b, evaluation->batches, micro);
+      int64_t count = 0;
+      const Gradients sum = reference.of_sum(begin, begin + micro, count);
+      predicted = summed(predicted, scaled(sum, 1.0 / count));
+    }
+    hypotheses.push_back({DiagnosisKind::backward_in_evaluation, predicted});
   }
   if (step > 0) {
     hypotheses.push_back({DiagnosisKind::never_zeroed,

@@ -10,7 +10,8 @@ namespace trainrepro {
 
 Golden compute_golden(const Scenario& scenario) {
   const Plan plan = golden_plan(scenario);
-  Trace trace = run_training_loop(scenario.model, scenario.data, golden_loop(scenario), plan);
+  Trace trace = run_training_loop(scenario.model, scenario.data, golden_loop(scenario), plan,
+                                  /*recorded_steps=*/scenario.golden.steps);
 
   Golden golden;
   golden.key = golden_key(scenario);

@@ -9,6 +9,8 @@
 #include <ATen/Tensor.h>
 
 #include "harness/engine/reference_engine.h"
+#include "harness/memory/counting_cpu_allocator.h"
+#include "harness/memory/memory_probe.h"
 
 namespace trainrepro {
 
@@ -26,12 +28,24 @@ struct OptimizerStepRecord {
   std::vector<at::Tensor> parameters;  // after the step; float64 CPU
 };
 
+struct CudaSnapshot {
+  int64_t optimizer_step = 0;
+  std::string pickle;  // LibTorch's memory snapshot, for PyTorch's memory viewer
+};
+
 struct Trace {
   std::vector<std::string> parameter_names;
   std::vector<at::Tensor> initial_parameters;  // float64 CPU
   std::vector<MicroStepRecord> micro_steps;
+  // Every optimizer step; gradients and parameters only for the first `recorded_steps` (the
+  // ones compared with the golden): copying them at every step would itself grow memory.
   std::vector<OptimizerStepRecord> steps;
   EngineCounters counters;
+  std::vector<MemorySample> memory;
+  std::vector<LiveAllocation> live_at_end;  // CPU tensor allocations alive when the loop ended
+  int64_t evaluation_peak_bytes = 0;          // largest rise of tensor memory in an evaluation
+  int64_t evaluation_peak_bytes_no_grad = 0;  // the same evaluation under no_grad, for scale
+  std::vector<CudaSnapshot> cuda_snapshots;
   double seconds = 0.0;
 };
 

@@ -1,11 +1,12 @@
 #include "harness/loop/training_loop.h"
 
 #include <chrono>
-#include <map>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
 
+#include "harness/memory/cuda_memory.h"
 #include "models/sample_source.h"
 
 namespace trainrepro {
@@ -42,23 +43,137 @@ at::Tensor user_loss(const at::Tensor& loss_sum, int64_t micro_items, int64_t wi
   return loss;
 }
 
+// What the user's loop keeps across steps: the list it appends to, and the floats.
+struct KeptAcrossSteps {
+  std::vector<at::Tensor> tensors;
+  std::vector<double> values;
+
+  void keep(KeepHabit habit, const at::Tensor& loss, const at::Tensor& outputs) {
+    switch (habit) {
+      case KeepHabit::nothing:
+        break;
+      case KeepHabit::loss_item:
+        values.push_back(loss.item<double>());
+        break;
+      case KeepHabit::loss_with_graph:
+        tensors.push_back(loss);
+        break;
+      case KeepHabit::loss_detached:
+        tensors.push_back(loss.detach());
+        break;
+      case KeepHabit::loss_on_cpu:
+        tensors.push_back(loss.detach().to(at::kCPU));
+        break;
+      case KeepHabit::outputs_with_graph:
+        tensors.push_back(outputs);
+        break;
+      case KeepHabit::outputs_detached:
+        tensors.push_back(outputs.detach());
+        break;
+      case KeepHabit::outputs_on_cpu:
+        tensors.push_back(outputs.detach().to(at::kCPU));
+        break;
+    }
+  }
+};
+
+// The user's evaluation pass. Its running loss lives as long as the loop, like a Python
+// variable summed over the whole training run.
+class Evaluation {
+ public:
+  Evaluation(const EvaluationSpec& spec, ZooModel& model, const SampleSource& source,
+             int64_t micro_batch, at::ScalarType dtype, at::Device device)
+      : spec_(spec), model_(model), source_(source), micro_batch_(micro_batch), dtype_(dtype),
+        device_(device) {}
+
+  bool due(int64_t optimizer_steps_done) const {
+    return optimizer_steps_done > 0 && optimizer_steps_done % spec_.every == 0;
+  }
+
+  // Returns the rise of device tensor memory during the pass, measured from its start.
+  int64_t run(MemoryProbe& probe) {
+    const int64_t before = probe.device_tensor_bytes();
+    probe.reset_peak();
+    {
+      std::optional<c10::NoGradGuard> no_grad;
+      if (spec_.no_grad) no_grad.emplace();
+      for (int64_t b = 0; b < spec_.batches; ++b) {
+        const at::Tensor loss = batch_loss(b);
+        if (spec_.backward) loss.backward();
+        if (spec_.sum_as_tensor) {
+          running_loss_ = running_loss_.defined() ? running_loss_ + loss : loss;
+        } else {
+          running_value_ += loss.item<double>();
+        }
+      }
+    }
+    ++evaluations_;
+    return probe.device_peak_bytes() - before;
+  }
+
+  // The same first batch under no_grad: the scale an evaluation's peak is judged against.
+  int64_t reference_peak_under_no_grad(MemoryProbe& probe) {
+    c10::NoGradGuard no_grad;
+    const int64_t before = probe.device_tensor_bytes();
+    probe.reset_peak();
+    { const at::Tensor loss = batch_loss(0); }
+    return probe.device_peak_bytes() - before;
+  }
+
+ private:
+  at::Tensor batch_loss(int64_t b) {
+    const int64_t first = evaluation_first_sample(evaluations_, b, spec_.batches, micro_batch_);
+    const Batch batch = source_.samples(first, first + micro_batch_, dtype_, device_);
+    return model_.loss_sum(batch) / static_cast<double>(batch.items);
+  }
+
+  EvaluationSpec spec_;
+  ZooModel& model_;
+  const SampleSource& source_;
+  int64_t micro_batch_;
+  at::ScalarType dtype_;
+  at::Device device_;
+  int64_t evaluations_ = 0;
+  at::Tensor running_loss_;
+  double running_value_ = 0.0;
+};
+
 }  // namespace
 
+int64_t evaluation_first_sample(int64_t evaluation_index, int64_t batch_in_evaluation,
+                                int64_t batches_per_evaluation, int64_t micro_batch) {
+  return kEvaluationFirstSample +
+         (evaluation_index * batches_per_evaluation + batch_in_evaluation) * micro_batch;
+}
+
 Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const LoopSpec& loop,
-                        const Plan& plan) {
+                        const Plan& plan, int64_t recorded_steps) {
   const auto start = std::chrono::steady_clock::now();
   const at::ScalarType dtype = scalar_type_of(plan.dtype);
   const at::Device device = device_of(plan.device);
   const int64_t gas = plan.batch.gradient_accumulation_steps;
   const int64_t micro_batch = plan.batch.micro_batch_per_gpu;
+  // Stepping once per window reaches the boundary only every GAS² micro-batches.
+  const int64_t micro_step_limit = loop.steps * gas * gas + gas;
+
+  MemoryProbe probe(plan.device, 2 * micro_step_limit + 4 * loop.steps + 8);
+  CountingCpuAllocator::set_current_step(0);
+  if (plan.device == Device::cuda) start_cuda_memory_history();
 
   std::shared_ptr<ZooModel> model = build_model(model_spec, dtype, device);
   ReferenceEngine engine(model, plan);
   SampleSource source(data);
+  std::optional<Evaluation> evaluation;
+  if (loop.evaluation) {
+    evaluation.emplace(*loop.evaluation, *model, source, micro_batch, dtype, device);
+  }
+  KeptAcrossSteps kept;
 
   Trace trace;
   trace.parameter_names = engine.parameter_names();
   trace.initial_parameters = float64_cpu_copies(engine.parameters());
+  trace.micro_steps.reserve(static_cast<size_t>(micro_step_limit));
+  trace.steps.reserve(static_cast<size_t>(loop.steps));
 
   double window_loss_sum = 0.0;
   int64_t window_items_seen = 0;
@@ -68,16 +183,16 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     record.loss = window_items_seen > 0 ? window_loss_sum / window_items_seen : 0.0;
     record.gradient_norm = event.gradient_norm;
     record.through_engine = event.through_engine;
-    record.gradients = float64_cpu_copies(*event.gradients);
-    record.parameters = float64_cpu_copies(*event.parameters);
+    if (static_cast<int64_t>(trace.steps.size()) < recorded_steps) {
+      record.gradients = float64_cpu_copies(*event.gradients);
+      record.parameters = float64_cpu_copies(*event.parameters);
+    }
     trace.steps.push_back(std::move(record));
     window_loss_sum = 0.0;
     window_items_seen = 0;
   };
 
-  std::map<int64_t, int64_t> items_of_window;  // window index → items, computed once
-  // Stepping once per window reaches the boundary only every GAS² micro-batches.
-  const int64_t micro_step_limit = loop.steps * gas * gas + gas;
+  int64_t window_items = 0;
   for (int64_t m = 0; static_cast<int64_t>(trace.steps.size()) < loop.steps; ++m) {
     if (m >= micro_step_limit) {
       throw std::runtime_error("the training loop took " + std::to_string(m) +
@@ -85,17 +200,18 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
                                " optimizer steps");
     }
     const Batch batch = source.samples(m * micro_batch, (m + 1) * micro_batch, dtype, device);
-    const int64_t window = m / gas;
-    if (!items_of_window.count(window)) {
-      items_of_window[window] =
-          source.samples(window * gas * micro_batch, (window + 1) * gas * micro_batch, dtype,
-                         at::kCPU)
-              .items;
+    if (m % gas == 0) {
+      window_items = batch.mask.defined()
+                         ? source.samples(m * micro_batch, (m + gas) * micro_batch, dtype, at::kCPU)
+                               .items
+                         : gas * micro_batch;
     }
 
+    const int64_t steps_before = static_cast<int64_t>(trace.steps.size());
     if (loop.zero_grad == ZeroGradHabit::every_micro_step) engine.zero_grad();
-    const at::Tensor loss_sum = model->loss_sum(batch);
-    const at::Tensor loss = user_loss(loss_sum, batch.items, items_of_window[window], loop, gas);
+    const at::Tensor outputs = model->outputs(batch);
+    const at::Tensor loss_sum = model->loss_sum_of(outputs, batch);
+    const at::Tensor loss = user_loss(loss_sum, batch.items, window_items, loop, gas);
     if (loop.loss_scaling == LossScalingHabit::none) {
       loss.backward();
     } else {
@@ -105,6 +221,7 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     trace.micro_steps.push_back({summed / static_cast<double>(batch.items), batch.items});
     window_loss_sum += summed;
     window_items_seen += batch.items;
+    kept.keep(loop.keep, loss, outputs);
 
     const bool window_ends = (m + 1) % gas == 0;
     switch (loop.stepping) {
@@ -123,8 +240,34 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
         engine.zero_grad();
         break;
     }
+
+    const int64_t steps_done = static_cast<int64_t>(trace.steps.size());
+    probe.sample(SamplePoint::micro_step, m, steps_done);
+    if (steps_done == steps_before) continue;
+
+    // An optimizer step happened: sample the boundary, stamp later allocations with the new
+    // step, then the user's evaluation if one is due.
+    CountingCpuAllocator::set_current_step(steps_done);
+    probe.sample(SamplePoint::boundary, m, steps_done);
+    if (plan.device == Device::cuda &&
+        (steps_done == loop.steps / 2 || steps_done == loop.steps)) {
+      trace.cuda_snapshots.push_back({steps_done, cuda_memory_snapshot_pickle()});
+    }
+    if (evaluation && evaluation->due(steps_done) && steps_done < loop.steps) {
+      if (!loop.evaluation->no_grad && trace.evaluation_peak_bytes_no_grad == 0) {
+        trace.evaluation_peak_bytes_no_grad = evaluation->reference_peak_under_no_grad(probe);
+      }
+      probe.sample(SamplePoint::before_evaluation, m, steps_done);
+      trace.evaluation_peak_bytes = std::max(trace.evaluation_peak_bytes, evaluation->run(probe));
+      probe.sample(SamplePoint::after_evaluation, m, steps_done);
+    }
+  }
+  if (loop.evaluation && loop.evaluation->no_grad) {
+    trace.evaluation_peak_bytes_no_grad = trace.evaluation_peak_bytes;
   }
   trace.counters = engine.counters();
+  trace.memory = probe.take_samples();
+  trace.live_at_end = CountingCpuAllocator::live_allocations();
   trace.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return trace;

@@ -8,9 +8,16 @@
 
 namespace trainrepro {
 
+// Evaluation batches come from far beyond any training sample, so they never overlap.
+constexpr int64_t kEvaluationFirstSample = int64_t{1} << 20;
+int64_t evaluation_first_sample(int64_t evaluation_index, int64_t batch_in_evaluation,
+                                int64_t batches_per_evaluation, int64_t micro_batch);
+
 // Runs until `loop.steps` optimizer steps have happened, feeding micro-batch m the samples
-// [m * MB, (m + 1) * MB). Throws std::runtime_error if the loop never steps that often.
+// [m * MB, (m + 1) * MB), sampling memory throughout. Gradients and parameters are recorded for
+// the first `recorded_steps` optimizer steps. Throws std::runtime_error if the loop never steps
+// that often.
 Trace run_training_loop(const ModelSpec& model, const DataSpec& data, const LoopSpec& loop,
-                        const Plan& plan);
+                        const Plan& plan, int64_t recorded_steps);
 
 }  // namespace trainrepro

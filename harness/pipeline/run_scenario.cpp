@@ -95,7 +95,8 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
   Trace trace;
   try {
     if (plan.device == Device::cuda) make_cuda_deterministic();
-    trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan);
+    trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan,
+                              /*recorded_steps=*/scenario.golden.steps);
   } catch (const std::exception& error) {
     result.verdict = error_verdict(ErrorSource::infrastructure,
                                    scenario.file + ": training failed: " + error.what());
@@ -104,9 +105,13 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
   result.training_seconds = seconds_since(stage_start);
 
   stage_start = Clock::now();
-  TrainingJudgement judgement;
-  result.verdict = judge_training(scenario, plan, trace, golden, judgement);
-  result.training = std::move(judgement);
+  TrainingJudgement training;
+  MemoryJudgement memory;
+  result.verdict = judge_run(scenario, plan, trace, golden, training, memory);
+  result.training = std::move(training);
+  result.memory = std::move(memory);
+  result.memory_samples = std::move(trace.memory);
+  result.cuda_snapshots = std::move(trace.cuda_snapshots);
   result.judging_seconds = seconds_since(stage_start);
 }
 

@@ -106,6 +106,65 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
           {"steps", steps}};
 }
 
+nlohmann::json diagnosis_names(const std::vector<DiagnosisKind>& kinds) {
+  nlohmann::json names = nlohmann::json::array();
+  for (DiagnosisKind kind : kinds) names.push_back(spelling_of(kind, diagnosis_spellings()));
+  return names;
+}
+
+nlohmann::json trend_to_json(const GrowthTrend& trend) {
+  return {{"bytes_per_step", trend.bytes_per_step},
+          {"windows", trend.windows},
+          {"grows_in_every_window", trend.grows_in_every_window},
+          {"first_bytes", trend.first},
+          {"last_bytes", trend.last}};
+}
+
+nlohmann::json memory_to_json(const MemoryJudgement& memory,
+                              const std::vector<MemorySample>& samples) {
+  nlohmann::json curve = nlohmann::json::array();
+  for (const MemorySample& s : samples) {
+    curve.push_back({{"point", sample_point_name(s.point)},
+                     {"micro_step", s.micro_step},
+                     {"optimizer_step", s.optimizer_step},
+                     {"cpu_tensor_bytes", s.cpu_tensor_bytes},
+                     {"cpu_tensor_allocations", s.cpu_tensor_allocations},
+                     {"cpu_tensor_peak_bytes", s.cpu_tensor_peak_bytes},
+                     {"host_heap_bytes", s.host_heap_bytes},
+                     {"resident_bytes", s.resident_bytes},
+                     {"cuda_allocated_bytes", s.cuda_allocated_bytes},
+                     {"cuda_reserved_bytes", s.cuda_reserved_bytes},
+                     {"cuda_active_bytes", s.cuda_active_bytes},
+                     {"cuda_peak_allocated_bytes", s.cuda_peak_allocated_bytes},
+                     {"cuda_alloc_retries", s.cuda_alloc_retries},
+                     {"cuda_ooms", s.cuda_ooms}});
+  }
+  auto optional_int = [](const std::optional<int64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+  };
+  return {{"judged", memory.judged},
+          {"not_judged_reason", memory.not_judged_reason},
+          {"boundaries", memory.boundaries},
+          {"warmup_steps", memory.warmup_steps},
+          {"window", memory.window},
+          {"tensor", trend_to_json(memory.tensor)},
+          {"host", trend_to_json(memory.host)},
+          {"cuda_reserved", trend_to_json(memory.cuda_reserved)},
+          {"tensor_threshold_bytes_per_step", memory.tensor_threshold},
+          {"host_threshold_bytes_per_step", memory.host_threshold},
+          {"diagnoses", diagnosis_names(memory.diagnoses)},
+          {"explanations", memory.explanations},
+          {"surviving", memory.surviving},
+          {"peak_tensor_bytes", memory.peak_tensor_bytes},
+          {"budget_peak_bytes", optional_int(memory.budget_peak_bytes)},
+          {"capacity_bytes", memory.capacity_bytes},
+          {"out_of_memory_step", optional_int(memory.out_of_memory_step)},
+          {"evaluation_peak_bytes", memory.evaluation_peak_bytes},
+          {"evaluation_peak_bytes_no_grad", memory.evaluation_peak_bytes_no_grad},
+          {"notes", memory.notes},
+          {"samples", curve}};
+}
+
 }  // namespace
 
 nlohmann::json result_to_json(const ScenarioResult& result) {
@@ -128,6 +187,8 @@ nlohmann::json result_to_json(const ScenarioResult& result) {
       {"warnings", result.warnings},
       {"plan", result.plan ? plan_to_json(*result.plan) : nlohmann::json(nullptr)},
       {"training", result.training ? training_to_json(*result.training) : nlohmann::json(nullptr)},
+      {"memory", result.memory ? memory_to_json(*result.memory, result.memory_samples)
+                               : nlohmann::json(nullptr)},
       {"timings",
        {{"total_seconds", result.seconds},
         {"golden_seconds", result.golden_seconds},
@@ -139,6 +200,19 @@ nlohmann::json result_to_json(const ScenarioResult& result) {
 void ResultsDirectoryReporter::report_scenario(const ScenarioResult& result) {
   if (result.name.empty()) return;
   write_file_atomically(directory_ / (result.name + ".json"), result_to_json(result).dump(2) + "\n");
+  // CUDA memory snapshots only matter once a leak is found; then both go next to the results.
+  bool leak = false;
+  if (result.memory) {
+    for (DiagnosisKind kind : result.memory->diagnoses) {
+      leak = leak || kind != DiagnosisKind::memory_over_budget;
+    }
+  }
+  if (!leak) return;
+  for (const CudaSnapshot& snapshot : result.cuda_snapshots) {
+    write_file_atomically(directory_ / (result.name + ".memory-snapshot-step" +
+                                        std::to_string(snapshot.optimizer_step) + ".pickle"),
+                          snapshot.pickle);
+  }
 }
 
 }  // namespace trainrepro

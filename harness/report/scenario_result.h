@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "harness/scenario/plan.h"
+#include "harness/loop/trace.h"
+#include "harness/verdict/memory_judgement.h"
 #include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
 
@@ -20,6 +22,9 @@ struct ScenarioResult {
   std::vector<std::string> warnings;  // "file:/pointer: …" each
   std::optional<Plan> plan;           // when the config resolved
   std::optional<TrainingJudgement> training;  // when training ran and was judged
+  std::optional<MemoryJudgement> memory;
+  std::vector<MemorySample> memory_samples;   // every probe sample, for curves in reports
+  std::vector<CudaSnapshot> cuda_snapshots;   // written next to the results when a leak is found
   std::string torch_version;  // of the LibTorch that ran it
   double seconds = 0.0;       // everything, loading included
   double golden_seconds = 0.0;

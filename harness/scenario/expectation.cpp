@@ -22,6 +22,10 @@ const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
       {DiagnosisKind::optimizer_every_micro_step, "optimizer_every_micro_step"},
       {DiagnosisKind::step_once_per_window, "step_once_per_window"},
       {DiagnosisKind::per_micro_batch_token_normalisation, "per_micro_batch_token_normalisation"},
+      {DiagnosisKind::backward_in_evaluation, "backward_in_evaluation"},
+      {DiagnosisKind::tensor_memory_leak, "tensor_memory_leak"},
+      {DiagnosisKind::host_memory_leak, "host_memory_leak"},
+      {DiagnosisKind::memory_over_budget, "memory_over_budget"},
   };
   return spellings;
 }

@@ -44,6 +44,24 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
   spec.stepping = loop.optional_enum("stepping", spec.stepping, stepping_spellings());
   spec.token_normalisation = loop.optional_enum("token_normalisation", spec.token_normalisation,
                                                 token_normalisation_spellings());
+  spec.keep = loop.optional_enum("keep", spec.keep, keep_spellings());
+  loop.note_known("evaluation");
+  if (loop.has("evaluation")) {
+    ObjectReader evaluation = loop.required_object("evaluation");
+    EvaluationSpec eval;
+    eval.every = evaluation.optional_int("every", eval.every, 1);
+    eval.batches = evaluation.optional_int("batches", eval.batches, 1);
+    eval.no_grad = evaluation.optional_bool("no_grad", eval.no_grad);
+    eval.sum_as_tensor = evaluation.optional_bool("sum_as_tensor", eval.sum_as_tensor);
+    eval.backward = evaluation.optional_bool("backward", eval.backward);
+    if (eval.backward && eval.no_grad) {
+      evaluation.fail("backward", "backward needs a graph: set \"no_grad\": false with "
+                                  "\"backward\": true (under no_grad there is nothing to "
+                                  "differentiate)");
+    }
+    evaluation.reject_unknown_keys();
+    spec.evaluation = eval;
+  }
   spec.steps = loop.optional_int("steps", golden.steps, 1);
   if (spec.steps < golden.steps) {
     loop.fail("steps", "expected at least golden.steps (" + std::to_string(golden.steps) +
@@ -51,6 +69,22 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
                            std::to_string(spec.steps));
   }
   loop.reject_unknown_keys();
+  return spec;
+}
+
+MemorySpec read_memory(ObjectReader& memory) {
+  MemorySpec spec;
+  spec.warmup_steps = memory.optional_int("warmup_steps", spec.warmup_steps, 0);
+  spec.window = memory.optional_int("window", spec.window, 2);
+  spec.tensor_threshold =
+      memory.optional_int("tensor_threshold_bytes_per_step", spec.tensor_threshold, 1);
+  spec.host_threshold =
+      memory.optional_int("host_threshold_bytes_per_step", spec.host_threshold, 1);
+  memory.note_known("budget_peak_bytes");
+  if (memory.has("budget_peak_bytes")) {
+    spec.budget_peak_bytes = memory.required_int("budget_peak_bytes", 1);
+  }
+  memory.reject_unknown_keys();
   return spec;
 }
 
@@ -144,6 +178,8 @@ Scenario load_scenario(const std::string& file) {
   scenario.golden = read_golden(golden);
   ObjectReader loop = root.optional_object("loop");
   scenario.loop = read_loop(loop, scenario.golden);
+  ObjectReader memory = root.optional_object("memory");
+  scenario.memory = read_memory(memory);
   root.note_known("tolerance");
   if (root.has("tolerance")) {
     ObjectReader tolerance = root.required_object("tolerance");

@@ -49,7 +49,30 @@ enum class TokenNormalisation {
   per_micro_batch,  // each micro-batch averaged over its own tokens, then averaged
 };
 
+// What the user's loop keeps across steps (a Python list it appends to every micro-step).
+enum class KeepHabit {
+  nothing,             // deleted / not kept (the fix)
+  loss_item,           // loss.item(): a float (the fix)
+  loss_with_graph,     // the loss tensor: keeps its autograd graph's nodes alive
+  loss_detached,       // loss.detach(): a tensor and its TensorImpl per step
+  loss_on_cpu,         // loss.detach().cpu()
+  outputs_with_graph,  // the model's outputs: their tensors and graph
+  outputs_detached,    // outputs.detach(): stays on the device
+  outputs_on_cpu,      // outputs.detach().cpu(): off the device, still in host memory
+};
+
+// An evaluation pass the loop runs between optimizer steps, on held-out samples.
+struct EvaluationSpec {
+  int64_t every = 1;         // after every `every` optimizer steps
+  int64_t batches = 1;       // micro-batches per evaluation
+  bool no_grad = true;       // under torch.no_grad() (the fix) or building graphs
+  bool sum_as_tensor = false;  // eval_loss += loss (tensor) instead of += loss.item()
+  bool backward = false;     // calls eval_loss.backward(): gradients where none are needed
+};
+
 struct LoopSpec {
+  KeepHabit keep = KeepHabit::nothing;
+  std::optional<EvaluationSpec> evaluation;
   ZeroGradHabit zero_grad = ZeroGradHabit::at_boundary;
   LossScalingHabit loss_scaling = LossScalingHabit::engine;
   SteppingHabit stepping = SteppingHabit::every_micro_step;
@@ -60,6 +83,15 @@ struct LoopSpec {
 // The engine's floating-point type. float64 makes CPU comparisons exact to ~1e-12 and
 // diagnoses crisp; float32 is what users train with and needs the tolerances.
 enum class EngineDtype { float32, float64 };
+
+// How memory is judged. Defaults make bounded scenarios pass and leaking ones fail with margin.
+struct MemorySpec {
+  int64_t warmup_steps = 5;      // boundaries discarded (allocator and cache warm-up)
+  int64_t window = 8;            // growth must show in every window of this many boundaries
+  int64_t tensor_threshold = 256;  // bytes per step of live tensor memory that count as a leak
+  int64_t host_threshold = 1024;   // bytes per step of host heap (outside tensors)
+  std::optional<int64_t> budget_peak_bytes;  // peak live tensor bytes allowed
+};
 
 // A scenario's own comparison tolerance, replacing the dtype default; a reason is required.
 struct ToleranceOverride {
@@ -87,6 +119,7 @@ struct Scenario {
   DeviceChoice device = DeviceChoice::cpu;
   EngineDtype dtype = EngineDtype::float32;
   LoopSpec loop;
+  MemorySpec memory;
   std::optional<ToleranceOverride> tolerance;
   GoldenSpec golden;
   Expectation expect;
@@ -98,6 +131,7 @@ const EnumSpellings<ZeroGradHabit>& zero_grad_spellings();
 const EnumSpellings<LossScalingHabit>& loss_scaling_spellings();
 const EnumSpellings<SteppingHabit>& stepping_spellings();
 const EnumSpellings<TokenNormalisation>& token_normalisation_spellings();
+const EnumSpellings<KeepHabit>& keep_spellings();
 const EnumSpellings<Requirement>& requirement_spellings();
 
 }  // namespace trainrepro

@@ -52,4 +52,17 @@ const EnumSpellings<TokenNormalisation>& token_normalisation_spellings() {
   return spellings;
 }
 
+const EnumSpellings<KeepHabit>& keep_spellings() {
+  static const EnumSpellings<KeepHabit> spellings = {
+      {KeepHabit::nothing, "nothing"},
+      {KeepHabit::loss_item, "loss_item"},
+      {KeepHabit::loss_with_graph, "loss_with_graph"},
+      {KeepHabit::loss_detached, "loss_detached"},
+      {KeepHabit::loss_on_cpu, "loss_on_cpu"},
+      {KeepHabit::outputs_with_graph, "outputs_with_graph"},
+      {KeepHabit::outputs_detached, "outputs_detached"},
+      {KeepHabit::outputs_on_cpu, "outputs_on_cpu"}};
+  return spellings;
+}
+
 }  // namespace trainrepro

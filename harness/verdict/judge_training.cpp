@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "harness/verdict/judge_config.h"
+#include "harness/verdict/judge_memory.h"
 
 namespace trainrepro {
 namespace {
@@ -69,8 +70,8 @@ bool all_within(const std::vector<TensorComparison>& comparisons) {
 
 }  // namespace
 
-Verdict judge_training(const Scenario& scenario, const Plan& plan, const Trace& trace,
-                       const Golden& golden, TrainingJudgement& judgement) {
+void judge_training(const Scenario& scenario, const Plan& plan, const Trace& trace,
+                    const Golden& golden, TrainingJudgement& judgement) {
   Tolerance tolerance = default_tolerance(plan.dtype);
   if (scenario.tolerance) {
     tolerance = {scenario.tolerance->rtol, scenario.tolerance->atol};
@@ -117,37 +118,71 @@ Verdict judge_training(const Scenario& scenario, const Plan& plan, const Trace& 
       judgement.first_gradient_mismatch &&
       (!judgement.first_parameter_mismatch ||
        *judgement.first_gradient_mismatch <= *judgement.first_parameter_mismatch);
-  std::string found;
   if (gradient_first) {
     const int64_t s = *judgement.first_gradient_mismatch;
     judgement.diagnosis = diagnose_gradient_mismatch(scenario, plan, trace, golden, s);
-    found = "gradients differ from the golden at optimizer step " + std::to_string(s) + ": " +
-            describe_worst(judgement.steps[s].gradients);
+    judgement.mismatch = "gradients differ from the golden at optimizer step " +
+                         std::to_string(s) + ": " + describe_worst(judgement.steps[s].gradients);
   } else if (judgement.first_parameter_mismatch) {
     const int64_t s = *judgement.first_parameter_mismatch;
     judgement.diagnosis = diagnose_parameter_mismatch(plan, s);
-    found = "parameters differ from the golden after optimizer step " + std::to_string(s) +
-            ": " + describe_worst(judgement.steps[s].parameters);
+    judgement.mismatch = "parameters differ from the golden after optimizer step " +
+                         std::to_string(s) + ": " + describe_worst(judgement.steps[s].parameters);
+  }
+}
+
+Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace,
+                  const Golden& golden, TrainingJudgement& training, MemoryJudgement& memory) {
+  judge_training(scenario, plan, trace, golden, training);
+  memory = judge_memory(scenario, plan, trace);
+
+  // What went wrong, each with its words: the gradient story first, then memory.
+  std::vector<std::string> found, explanations;
+  std::vector<std::optional<DiagnosisKind>> kinds;
+  if (training.diagnosis) {
+    std::string text = training.mismatch;
+    if (training.diagnosis->kind) {
+      text += "; diagnosis " +
+              std::string(spelling_of(*training.diagnosis->kind, diagnosis_spellings()));
+    }
+    found.push_back(text);
+    explanations.push_back(training.diagnosis->explanation);
+    kinds.push_back(training.diagnosis->kind);
+  }
+  for (size_t i = 0; i < memory.diagnoses.size(); ++i) {
+    found.push_back("memory: diagnosis " +
+                    std::string(spelling_of(memory.diagnoses[i], diagnosis_spellings())));
+    explanations.push_back(memory.explanations[i]);
+    kinds.push_back(memory.diagnoses[i]);
   }
 
   Verdict verdict;
   verdict.expected = describe_expectation(scenario.expect);
-  if (!judgement.diagnosis) {
+  auto join = [](const std::vector<std::string>& parts) {
+    std::string text;
+    for (const std::string& part : parts) text += (text.empty() ? "" : "; ") + part;
+    return text;
+  };
+  if (kinds.empty()) {
     verdict.found = "gradients and parameters match the golden at all " +
-                    std::to_string(compared) + " optimizer steps";
+                    std::to_string(training.steps.size()) + " compared optimizer steps";
+    verdict.found += memory.judged ? "; memory bounded (tensors " +
+                                         format_bytes(memory.tensor.bytes_per_step) +
+                                         "/step, host heap " +
+                                         format_bytes(memory.host.bytes_per_step) + "/step)"
+                                   : "";
+    if (!memory.notes.empty()) verdict.found += "; " + memory.notes;
     verdict.outcome = scenario.expect.outcome == ExpectedOutcome::pass ? Outcome::passed
                                                                        : Outcome::not_reproduced;
     return verdict;
   }
-  verdict.found = found;
-  verdict.diagnosis = judgement.diagnosis->explanation;
-  const bool expected_this = scenario.expect.outcome == ExpectedOutcome::diagnosis &&
-                             judgement.diagnosis->kind == scenario.expect.diagnosis;
-  verdict.outcome = expected_this ? Outcome::reproduced : Outcome::failed;
-  if (judgement.diagnosis->kind) {
-    verdict.found += "; diagnosis " +
-                     std::string(spelling_of(*judgement.diagnosis->kind, diagnosis_spellings()));
-  }
+  verdict.found = join(found);
+  verdict.diagnosis = join(explanations);
+  if (!memory.notes.empty()) verdict.found += "; " + memory.notes;
+  const bool expected_found =
+      scenario.expect.outcome == ExpectedOutcome::diagnosis &&
+      std::find(kinds.begin(), kinds.end(), scenario.expect.diagnosis) != kinds.end();
+  verdict.outcome = expected_found ? Outcome::reproduced : Outcome::failed;
   return verdict;
 }
 

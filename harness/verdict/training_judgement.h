@@ -29,6 +29,7 @@ struct TrainingJudgement {
   std::optional<int64_t> first_gradient_mismatch;
   std::optional<int64_t> first_parameter_mismatch;
   std::optional<Diagnosis> diagnosis;  // when something mismatched
+  std::string mismatch;                // the first mismatch in words, with the numbers
   EngineCounters counters;
   int64_t micro_steps = 0;
   std::vector<double> micro_step_losses;

@@ -21,17 +21,18 @@ class JudgeTraining : public ScenarioFileTest {
     scenario_ = load_scenario(write("scenario.json", scenario.dump()));
     plan_ = std::get<Plan>(resolve_plan(scenario_, Device::cpu));
     golden_ = compute_golden(scenario_);
-    trace_ = run_training_loop(scenario_.model, scenario_.data, scenario_.loop, plan_);
+    trace_ = run_training_loop(scenario_.model, scenario_.data, scenario_.loop, plan_, 2);
   }
   Scenario scenario_;
   Plan plan_;
   Golden golden_;
   Trace trace_;
+  MemoryJudgement memory_;
 };
 
 TEST_F(JudgeTraining, CorrectAccumulationPassesAtEveryStep) {
   TrainingJudgement judgement;
-  const Verdict verdict = judge_training(scenario_, plan_, trace_, golden_, judgement);
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_);
   EXPECT_EQ(verdict.outcome, Outcome::passed) << verdict.found;
   ASSERT_EQ(judgement.steps.size(), 2u);
   for (const StepJudgement& step : judgement.steps) {
@@ -43,7 +44,7 @@ TEST_F(JudgeTraining, CorrectAccumulationPassesAtEveryStep) {
 TEST_F(JudgeTraining, UnpredictedMismatchIsReportedAsUnexplainedWithNumbers) {
   for (at::Tensor& gradient : trace_.steps[0].gradients) gradient.mul_(1.7);
   TrainingJudgement judgement;
-  const Verdict verdict = judge_training(scenario_, plan_, trace_, golden_, judgement);
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_);
   EXPECT_EQ(verdict.outcome, Outcome::failed);
   ASSERT_TRUE(judgement.diagnosis.has_value());
   EXPECT_FALSE(judgement.diagnosis->kind.has_value());
@@ -57,14 +58,14 @@ TEST_F(JudgeTraining, UnpredictedMismatchIsReportedAsUnexplainedWithNumbers) {
 TEST_F(JudgeTraining, ExpectedBugThatIsAbsentIsNotReproduced) {
   scenario_.expect = {ExpectedOutcome::diagnosis, std::nullopt, DiagnosisKind::loss_not_scaled};
   TrainingJudgement judgement;
-  EXPECT_EQ(judge_training(scenario_, plan_, trace_, golden_, judgement).outcome,
+  EXPECT_EQ(judge_run(scenario_, plan_, trace_, golden_, judgement, memory_).outcome,
             Outcome::not_reproduced);
 }
 
 TEST_F(JudgeTraining, ParameterOnlyMismatchBlamesTheOptimizerUpdate) {
   trace_.steps[1].parameters[0].add_(1e-3);
   TrainingJudgement judgement;
-  const Verdict verdict = judge_training(scenario_, plan_, trace_, golden_, judgement);
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_);
   EXPECT_EQ(verdict.outcome, Outcome::failed);
   EXPECT_EQ(judgement.first_parameter_mismatch, 1);
   EXPECT_NE(verdict.diagnosis.find("the optimizer update itself differs"), std::string::npos);

@@ -1,0 +1,71 @@
+#include "harness/memory/memory_probe.h"
+
+#include "harness/memory/counting_cpu_allocator.h"
+#include "harness/memory/cuda_memory.h"
+#include "harness/memory/host_memory.h"
+
+namespace trainrepro {
+
+const char* sample_point_name(SamplePoint point) {
+  switch (point) {
+    case SamplePoint::micro_step:
+      return "micro_step";
+    case SamplePoint::boundary:
+      return "boundary";
+    case SamplePoint::before_evaluation:
+      return "before_evaluation";
+    case SamplePoint::after_evaluation:
+      return "after_evaluation";
+  }
+  return "?";
+}
+
+MemoryProbe::MemoryProbe(Device device, int64_t expected_samples) : device_(device) {
+  CountingCpuAllocator::install();
+  samples_.reserve(static_cast<size_t>(expected_samples));
+}
+
+void MemoryProbe::sample(SamplePoint point, int64_t micro_step, int64_t optimizer_step) {
+  MemorySample sample;
+  sample.point = point;
+  sample.micro_step = micro_step;
+  sample.optimizer_step = optimizer_step;
+  const CpuAllocatorStats cpu = CountingCpuAllocator::stats();
+  sample.cpu_tensor_bytes = cpu.live_bytes;
+  sample.cpu_tensor_allocations = cpu.live_allocations;
+  sample.cpu_tensor_peak_bytes = cpu.peak_bytes;
+  sample.host_heap_bytes = host_heap_in_use_bytes();
+  sample.resident_bytes = resident_set_bytes();
+  if (device_ == Device::cuda) {
+    const CudaMemoryStats cuda = cuda_memory_stats(0);
+    sample.cuda_allocated_bytes = cuda.allocated_bytes;
+    sample.cuda_reserved_bytes = cuda.reserved_bytes;
+    sample.cuda_active_bytes = cuda.active_bytes;
+    sample.cuda_peak_allocated_bytes = cuda.peak_allocated_bytes;
+    sample.cuda_alloc_retries = cuda.alloc_retries;
+    sample.cuda_ooms = cuda.ooms;
+  }
+  // Beyond the reservation the vector would reallocate and distort the heap signal; the loop
+  // reserves enough, and a longer run simply stops sampling rather than lie.
+  if (samples_.size() < samples_.capacity()) samples_.push_back(sample);
+}
+
+int64_t MemoryProbe::device_tensor_bytes() const {
+  return device_ == Device::cuda ? cuda_memory_stats(0).allocated_bytes
+                                 : CountingCpuAllocator::stats().live_bytes;
+}
+
+int64_t MemoryProbe::device_peak_bytes() const {
+  return device_ == Device::cuda ? cuda_memory_stats(0).peak_allocated_bytes
+                                 : CountingCpuAllocator::stats().peak_bytes;
+}
+
+void MemoryProbe::reset_peak() {
+  if (device_ == Device::cuda) {
+    reset_cuda_peak(0);
+  } else {
+    CountingCpuAllocator::reset_peak();
+  }
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,39 @@
+// The judgement of a run's memory, as plain data: the growth of live tensor memory and of the
+// host heap over the boundaries after warm-up, the verdict, what is alive, the projected
+// out-of-memory step, the peak against a budget, and the evaluation's peak against no_grad.
+#pragma once
+#include <optional>
+#include <vector>
+#include <string>
+
+#include "harness/memory/leak_analysis.h"
+#include "harness/scenario/expectation.h"
+
+namespace trainrepro {
+
+struct MemoryJudgement {
+  bool judged = false;
+  std::string not_judged_reason;  // e.g. too few steps for a window after warm-up
+  int64_t boundaries = 0;
+  int64_t warmup_steps = 0;
+  int64_t window = 0;
+  GrowthTrend tensor;  // live tensor bytes on the run's device
+  GrowthTrend host;    // host heap in use, minus CPU tensor bytes
+  GrowthTrend cuda_reserved;
+  int64_t tensor_threshold = 0;
+  int64_t host_threshold = 0;
+  // Leaks and the budget, each with its explanation. Tensor and host leaks can both be found:
+  // outputs kept with their graph grow tensor memory and the host heap at once.
+  std::vector<DiagnosisKind> diagnoses;
+  std::vector<std::string> explanations;
+  std::string surviving;  // what is alive, grouped by size and birth step
+  int64_t peak_tensor_bytes = 0;
+  std::optional<int64_t> budget_peak_bytes;
+  int64_t capacity_bytes = 0;  // RAM, or GPU memory
+  std::optional<int64_t> out_of_memory_step;
+  int64_t evaluation_peak_bytes = 0;
+  int64_t evaluation_peak_bytes_no_grad = 0;
+  std::string notes;  // evaluation peak ratio, CUDA cache growth: facts that are not failures
+};
+
+}  // namespace trainrepro
