@@ -7,6 +7,8 @@
 
 #include "harness/engine/optimizer.h"
 #include "harness/engine/reference_engine.h"
+#include "harness/memory/counting_cpu_allocator.h"
+#include "harness/memory/memory_probe.h"
 #include "models/sample_source.h"
 #include "models/zoo_model.h"
 
@@ -61,6 +63,33 @@ void BM_ReferenceEngineStep(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_ReferenceEngineStep);
+
+}  // namespace
+}  // namespace trainrepro
+
+namespace trainrepro {
+namespace {
+
+// The same engine step with memory probing as a run does it: the counting CPU allocator
+// installed, a sample at the end of every micro-step and at the boundary.
+// Target: with probes / without (BM_ReferenceEngineStep) <= 1.02.
+void BM_ReferenceEngineStepWithProbes(benchmark::State& state) {
+  Setup setup;
+  MemoryProbe probe(Device::cpu, 0);  // installs the counting allocator; keeps no samples
+  auto model = build_model(setup.model, at::kFloat, at::kCPU);
+  ReferenceEngine engine(model, setup.plan);
+  int64_t micro_step = 0;
+  for (auto _ : state) {
+    for (const Batch& batch : setup.batches) {
+      engine.backward(model->loss_sum(batch) / static_cast<double>(batch.items));
+      engine.step();
+      probe.sample(SamplePoint::micro_step, micro_step++, 0);
+    }
+    probe.sample(SamplePoint::boundary, micro_step, 0);
+  }
+  CountingCpuAllocator::uninstall();
+}
+BENCHMARK(BM_ReferenceEngineStepWithProbes);
 
 }  // namespace
 }  // namespace trainrepro

@@ -34,8 +34,12 @@ void MemoryProbe::sample(SamplePoint point, int64_t micro_step, int64_t optimize
   sample.cpu_tensor_bytes = cpu.live_bytes;
   sample.cpu_tensor_allocations = cpu.live_allocations;
   sample.cpu_tensor_peak_bytes = cpu.peak_bytes;
-  sample.host_heap_bytes = host_heap_in_use_bytes();
-  sample.resident_bytes = resident_set_bytes();
+  // The host signals cost microseconds each (mallinfo2 walks every malloc arena, resident
+  // memory is a read of /proc): at every micro-step they would take more than the 2 % of step
+  // time probing may cost. The leak verdict reads boundaries, where they are sampled.
+  const bool host_signals = point != SamplePoint::micro_step;
+  sample.host_heap_bytes = host_signals ? host_heap_in_use_bytes() : -1;
+  sample.resident_bytes = host_signals ? resident_set_bytes() : -1;
   if (device_ == Device::cuda) {
     const CudaMemoryStats cuda = cuda_memory_stats(0);
     sample.cuda_allocated_bytes = cuda.allocated_bytes;
