@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/files/atomic_write.h"
+#include "harness/files/file_chunks.h"
 
 // Tensor bytes are copied as they lie in memory, and the format is little-endian.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -283,26 +284,8 @@ at::Tensor copy_tensor(const HeaderReader& reader, const TensorEntry& entry,
 }
 
 std::string read_whole_file(const std::string& path) {
-  const auto fail = [&path]() {
-    throw std::runtime_error(path + ": cannot read: " + std::strerror(errno));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail();
   std::string content;
-  std::array<char, 1 << 16> chunk;
-  while (true) {
-    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int saved = errno;
-      ::close(fd);
-      errno = saved;
-      fail();
-    }
-    content.append(chunk.data(), static_cast<size_t>(n));
-  }
-  ::close(fd);
+  for_each_file_chunk(path, [&content](std::string_view chunk) { content.append(chunk); });
   return content;
 }
 

@@ -2,6 +2,8 @@
 // Only integrity matters here, not secrecy: no constant-time concerns.
 #include "harness/golden/sha256.h"
 
+#include "harness/files/file_chunks.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -126,9 +128,6 @@ class Sha256 {
   uint64_t total_bytes_ = 0;
 };
 
-[[noreturn]] void fail_to_read(const std::string& path) {
-  throw std::runtime_error(path + ": cannot read: " + std::strerror(errno));
-}
 
 }  // namespace
 
@@ -139,23 +138,8 @@ std::string sha256_hex(std::string_view bytes) {
 }
 
 std::string sha256_of_file(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail_to_read(path);
   Sha256 hasher;
-  std::array<char, 1 << 16> chunk;
-  while (true) {
-    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      const int saved = errno;
-      ::close(fd);
-      errno = saved;
-      fail_to_read(path);
-    }
-    hasher.update(std::string_view(chunk.data(), static_cast<size_t>(n)));
-  }
-  ::close(fd);
+  for_each_file_chunk(path, [&hasher](std::string_view chunk) { hasher.update(chunk); });
   return hasher.finish();
 }
 
