@@ -20,6 +20,7 @@ struct RunArgs {
   std::string results_dir;  // empty: no results files
   std::string filter;       // ECMAScript regex on scenario name or file; empty: all
   std::optional<DeviceChoice> device;
+  int rank_timeout_seconds = 600;
 };
 int run_scenarios(const RunArgs& args);
 
@@ -29,5 +30,13 @@ struct GoldenArgs {
   std::string golden_dir = "golden";
 };
 int run_golden(const GoldenArgs& args);
+
+struct RankRunArgs {
+  std::string scenario_file;
+  std::string result_file;
+  std::string golden_dir = "golden";
+  std::optional<DeviceChoice> device;
+};
+int run_rank(const RankRunArgs& args);
 
 }  // namespace trainrepro

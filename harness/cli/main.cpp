@@ -51,6 +51,9 @@ int main(int argc, char** argv) {
   run->add_option("--device", device, "override every scenario's device: cpu, cuda or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   run->add_option("--golden-dir", run_args.golden_dir, "where goldens are read (default golden)");
+  run->add_option("--rank-timeout", run_args.rank_timeout_seconds,
+                  "seconds a multi-rank scenario may take before its ranks are killed (600)")
+      ->check(CLI::PositiveNumber);
   run->footer(kExitCodes);
 
   GoldenArgs golden_args;
@@ -68,6 +71,16 @@ int main(int argc, char** argv) {
   golden->add_option("--golden-dir", golden_args.golden_dir, "default golden");
   golden->footer(kExitCodes);
 
+  RankRunArgs rank_args;
+  std::string rank_device;
+  CLI::App* rank_run = app.add_subcommand(
+      "rank-run", "One rank of a multi-rank scenario, as started by mpirun or srun (internal)");
+  rank_run->add_option("SCENARIO", rank_args.scenario_file)->required();
+  rank_run->add_option("--result-file", rank_args.result_file)->required();
+  rank_run->add_option("--golden-dir", rank_args.golden_dir);
+  rank_run->add_option("--device", rank_device)->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  rank_run->group("");  // hidden from --help
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -83,6 +96,11 @@ int main(int argc, char** argv) {
 
   try {
     if (resolve->parsed()) return run_config_resolve(resolve_args);
+    if (rank_run->parsed()) {
+      if (rank_device == "cpu") rank_args.device = DeviceChoice::cpu;
+      if (rank_device == "cuda") rank_args.device = DeviceChoice::cuda;
+      return run_rank(rank_args);
+    }
     if (golden->parsed()) {
       if (!golden_args.update && !check) {
         std::cerr << "trainrepro golden: say --update or --check\n";

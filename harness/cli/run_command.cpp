@@ -49,6 +49,7 @@ int run_scenarios(const RunArgs& args) {
   options.device_override = args.device;
   options.cuda_available = cuda_is_available();
   options.golden_dir = args.golden_dir;
+  options.rank_timeout_seconds = args.rank_timeout_seconds;
 
   std::vector<ScenarioResult> results;
   std::map<std::string, std::string> file_of_name;  // names must be unique: they name files

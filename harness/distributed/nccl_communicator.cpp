@@ -59,7 +59,8 @@ class NcclCommunicator final : public Communicator {
     const int devices = static_cast<int>(at::cuda::device_count());
     if (devices == 0) throw std::runtime_error("NCCL communicator: no CUDA device");
     device_ = rank_ % devices;
-    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+    // This rank's GPU becomes the process's current device, where the loop puts its tensors.
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(device_));
     ncclUniqueId id;
     if (rank_ == 0) check(ncclGetUniqueId(&id), "ncclGetUniqueId");
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);

@@ -7,8 +7,10 @@
 
 namespace trainrepro {
 
-ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& plan)
-    : model_(std::move(model)), plan_(plan), optimizer_(plan.optimizer) {
+ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& plan,
+                                 Communicator* communicator)
+    : model_(std::move(model)), plan_(plan), optimizer_(plan.optimizer),
+      communicator_(communicator) {
   for (const auto& item : model_->named_parameters(/*recurse=*/true)) {
     parameter_names_.push_back(item.key());
     parameters_.push_back(item.value());
@@ -18,6 +20,28 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
 void ReferenceEngine::backward(const at::Tensor& loss) {
   (loss / static_cast<double>(plan_.batch.gradient_accumulation_steps)).backward();
   ++backwards_;
+  // DeepSpeed reduces gradients inside backward() on the boundary micro-step.
+  if (is_gradient_accumulation_boundary()) average_gradients_across_ranks();
+}
+
+void ReferenceEngine::average_gradients_across_ranks() {
+  if (communicator_ == nullptr || communicator_->world_size() == 1) return;
+  c10::NoGradGuard no_grad;
+  // One flat buffer, one collective: as DeepSpeed buckets its all-reduce.
+  std::vector<at::Tensor> gradients;
+  for (at::Tensor& parameter : parameters_) {
+    if (!parameter.grad().defined()) parameter.mutable_grad() = at::zeros_like(parameter);
+    gradients.push_back(parameter.grad().reshape({-1}));
+  }
+  at::Tensor flat = at::cat(gradients);
+  communicator_->all_reduce_sum(flat);
+  flat.div_(static_cast<double>(communicator_->world_size()));
+  int64_t offset = 0;
+  for (at::Tensor& parameter : parameters_) {
+    const int64_t count = parameter.numel();
+    parameter.mutable_grad().copy_(flat.narrow(0, offset, count).view_as(parameter));
+    offset += count;
+  }
 }
 
 bool ReferenceEngine::is_gradient_accumulation_boundary() const {

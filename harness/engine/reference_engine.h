@@ -11,6 +11,7 @@
 
 #include <ATen/Tensor.h>
 
+#include "harness/distributed/communicator.h"
 #include "harness/engine/optimizer.h"
 #include "harness/scenario/plan.h"
 #include "models/zoo_model.h"
@@ -35,9 +36,12 @@ struct OptimizerStepEvent {
 
 class ReferenceEngine {
  public:
-  ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& plan);
+  // `communicator` (may be null for one rank) averages gradients across data-parallel ranks.
+  ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& plan,
+                  Communicator* communicator = nullptr);
 
-  // DeepSpeed's engine.backward: the loss is divided by gradient_accumulation_steps.
+  // DeepSpeed's engine.backward: the loss is divided by gradient_accumulation_steps, and at the
+  // accumulation boundary the gradients are averaged across ranks (ZeRO stage 0).
   void backward(const at::Tensor& loss);
   // DeepSpeed's engine.step: acts at the boundary, then counts the micro-step.
   void step();
@@ -58,10 +62,12 @@ class ReferenceEngine {
 
  private:
   void take_optimizer_step(bool through_engine);
+  void average_gradients_across_ranks();
 
   std::shared_ptr<ZooModel> model_;
   Plan plan_;
   Optimizer optimizer_;
+  Communicator* communicator_;
   std::vector<std::string> parameter_names_;
   std::vector<at::Tensor> parameters_;
   EngineCounters counters_;

@@ -172,7 +172,9 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
       step == 0 ? golden.initial_parameters : golden.steps[step - 1].parameters;
   ReferenceGradients reference(scenario, parameters_before);
   const int64_t gas = plan.batch.gradient_accumulation_steps;
-  const int64_t micro = plan.batch.micro_batch_per_gpu;
+  // Across W data-parallel ranks, micro-step k of every rank together is one global micro-batch
+  // of W x MB consecutive samples (the engine averages the ranks' gradients).
+  const int64_t micro = plan.batch.micro_batch_per_gpu * plan.batch.world_size;
   const int64_t first = step * gas;  // the window's first micro-batch, as the correct loop has it
 
   // Per micro-batch: gradient of the summed loss, and its items; then each micro-batch's

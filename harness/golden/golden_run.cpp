@@ -10,8 +10,10 @@ namespace trainrepro {
 
 Golden compute_golden(const Scenario& scenario) {
   const Plan plan = golden_plan(scenario);
+  LoopOptions options;
+  options.recorded_steps = scenario.golden.steps;
   Trace trace = run_training_loop(scenario.model, scenario.data, golden_loop(scenario), plan,
-                                  /*recorded_steps=*/scenario.golden.steps);
+                                  options);
 
   Golden golden;
   golden.key = golden_key(scenario);

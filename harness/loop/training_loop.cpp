@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include "harness/loop/fault_injection.h"
 #include "harness/memory/cuda_memory.h"
 #include "models/sample_source.h"
 
@@ -17,7 +18,8 @@ at::ScalarType scalar_type_of(EngineDtype dtype) {
 }
 
 at::Device device_of(Device device) {
-  return device == Device::cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  // The current CUDA device: with several ranks, each has made its own GPU current.
+  return device == Device::cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
 }
 
 std::vector<at::Tensor> float64_cpu_copies(const std::vector<at::Tensor>& tensors) {
@@ -34,10 +36,10 @@ std::vector<at::Tensor> float64_cpu_copies(const std::vector<at::Tensor>& tensor
 // normalisation the token losses are divided by the tokens of the whole window (times GAS, so
 // that the engine's 1/GAS leaves sum/window_items): what Hugging Face's num_items_in_batch
 // fix does. For sample data both normalisations coincide.
-at::Tensor user_loss(const at::Tensor& loss_sum, int64_t micro_items, int64_t window_items,
+at::Tensor user_loss(const at::Tensor& loss_sum, int64_t micro_items, double window_items,
                      const LoopSpec& loop, int64_t gas) {
   at::Tensor loss = loop.token_normalisation == TokenNormalisation::whole_batch
-                        ? loss_sum * (static_cast<double>(gas) / static_cast<double>(window_items))
+                        ? loss_sum * (static_cast<double>(gas) / window_items)
                         : loss_sum / static_cast<double>(micro_items);
   if (loop.loss_scaling == LossScalingHabit::twice) loss = loss / static_cast<double>(gas);
   return loss;
@@ -147,7 +149,10 @@ int64_t evaluation_first_sample(int64_t evaluation_index, int64_t batch_in_evalu
 }
 
 Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const LoopSpec& loop,
-                        const Plan& plan, int64_t recorded_steps) {
+                        const Plan& plan, const LoopOptions& options) {
+  const int64_t recorded_steps = options.recorded_steps;
+  const int64_t ranks = options.communicator ? options.communicator->world_size() : 1;
+  const int64_t rank = options.communicator ? options.communicator->rank() : 0;
   const auto start = std::chrono::steady_clock::now();
   const at::ScalarType dtype = scalar_type_of(plan.dtype);
   const at::Device device = device_of(plan.device);
@@ -161,7 +166,7 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
   if (plan.device == Device::cuda) start_cuda_memory_history();
 
   std::shared_ptr<ZooModel> model = build_model(model_spec, dtype, device);
-  ReferenceEngine engine(model, plan);
+  ReferenceEngine engine(model, plan, options.communicator);
   SampleSource source(data);
   std::optional<Evaluation> evaluation;
   if (loop.evaluation) {
@@ -192,19 +197,26 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     window_items_seen = 0;
   };
 
-  int64_t window_items = 0;
+  double window_items = 0.0;
   for (int64_t m = 0; static_cast<int64_t>(trace.steps.size()) < loop.steps; ++m) {
     if (m >= micro_step_limit) {
       throw std::runtime_error("the training loop took " + std::to_string(m) +
                                " micro-steps without reaching " + std::to_string(loop.steps) +
                                " optimizer steps");
     }
-    const Batch batch = source.samples(m * micro_batch, (m + 1) * micro_batch, dtype, device);
+    const int64_t first = (m * ranks + rank) * micro_batch;
+    const Batch batch = source.samples(first, first + micro_batch, dtype, device);
     if (m % gas == 0) {
-      window_items = batch.mask.defined()
-                         ? source.samples(m * micro_batch, (m + gas) * micro_batch, dtype, at::kCPU)
-                               .items
-                         : gas * micro_batch;
+      // Items of the whole window across every rank; times the ranks, because the engine
+      // averages the ranks' gradients where the loss should sum them.
+      const int64_t window_first = m * ranks * micro_batch;
+      const int64_t global_items =
+          batch.mask.defined() ? source.samples(window_first,
+                                                window_first + gas * ranks * micro_batch, dtype,
+                                                at::kCPU)
+                                     .items
+                               : gas * ranks * micro_batch;
+      window_items = static_cast<double>(global_items) / static_cast<double>(ranks);
     }
 
     const int64_t steps_before = static_cast<int64_t>(trace.steps.size());
@@ -249,6 +261,7 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     // step, then the user's evaluation if one is due.
     CountingCpuAllocator::set_current_step(steps_done);
     probe.sample(SamplePoint::boundary, m, steps_done);
+    if (options.communicator) inject_faults_after_step(rank, steps_done);
     if (plan.device == Device::cuda &&
         (steps_done == loop.steps / 2 || steps_done == loop.steps)) {
       trace.cuda_snapshots.push_back({steps_done, cuda_memory_snapshot_pickle()});

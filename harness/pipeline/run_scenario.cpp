@@ -1,8 +1,16 @@
 #include "harness/pipeline/run_scenario.h"
 
-#include <chrono>
-#include <exception>
+#include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <sstream>
+
+#include "harness/distributed/communicator.h"
+#include "harness/distributed/mpi_session.h"
+#include "harness/distributed/rank_launcher.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/golden/golden_store.h"
 #include "harness/loop/training_loop.h"
@@ -28,9 +36,21 @@ Verdict error_verdict(ErrorSource source, std::string found) {
   return verdict;
 }
 
-bool requires_cuda(const Scenario& scenario) {
+bool requires_(const Scenario& scenario, Requirement wanted) {
   for (Requirement requirement : scenario.requires_) {
-    if (requirement == Requirement::cuda) return true;
+    if (requirement == wanted) return true;
+  }
+  return false;
+}
+
+// Whether an MPI launcher is at hand: already inside one, or mpirun on the PATH.
+bool mpi_available() {
+  if (launched_by_mpi()) return true;
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path ? path : "");
+  std::string folder;
+  while (std::getline(folders, folder, ':')) {
+    if (!folder.empty() && ::access((folder + "/mpirun").c_str(), X_OK) == 0) return true;
   }
   return false;
 }
@@ -50,7 +70,13 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
     skipped.found = "skipped: the scenario runs on CUDA and this machine has no usable GPU";
     return skipped;
   }
-  if (requires_cuda(scenario) && !options.cuda_available) {
+  if ((requires_(scenario, Requirement::mpi) || scenario.world_size > 1) && !mpi_available()) {
+    Verdict skipped;
+    skipped.outcome = Outcome::skipped;
+    skipped.found = "skipped: the scenario runs on several ranks and mpirun is not on the PATH";
+    return skipped;
+  }
+  if (requires_(scenario, Requirement::cuda) && !options.cuda_available) {
     Verdict skipped;
     skipped.outcome = Outcome::skipped;
     skipped.found = "skipped: the scenario requires CUDA and this machine has no usable GPU";
@@ -63,15 +89,63 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
 
 // What this engine cannot run yet, said plainly rather than run approximately.
 std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const Plan& plan) {
-  if (plan.batch.world_size > 1) {
-    return scenario.file + ":/world_size: " + std::to_string(plan.batch.world_size) +
-           " ranks: multi-rank training is not implemented by the reference engine yet";
+  if (plan.batch.world_size > 1 && plan.zero_stage > 0) {
+    return scenario.file + ":/deepspeed/zero_optimization/stage: ZeRO stage " +
+           std::to_string(plan.zero_stage) + " across " + std::to_string(plan.batch.world_size) +
+           " ranks is not implemented by the reference engine yet (stage 0, data parallel, is)";
   }
   if (plan.precision != Precision::fp32) {
     return scenario.file + ":/deepspeed/" + precision_name(plan.precision) +
            "/enabled: mixed-precision training is not implemented by the reference engine yet";
   }
   return std::nullopt;
+}
+
+// The parent's side of a multi-rank run: mpirun starts the ranks (`trainrepro rank-run`), rank 0
+// writes the results file, and this process reports what it says.
+void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& options,
+                  ScenarioResult& result) {
+  char result_path[] = "/tmp/trainrepro-rank-result-XXXXXX";
+  const int fd = ::mkstemp(result_path);
+  if (fd >= 0) ::close(fd);
+  const RankLaunch launch = launch_ranks(
+      static_cast<int>(plan.batch.world_size),
+      {"rank-run", scenario.file, "--result-file", result_path, "--golden-dir", options.golden_dir,
+       "--device", device_name(plan.device)},
+      options.rank_timeout_seconds);
+  std::ifstream in(result_path);
+  std::stringstream text;
+  text << in.rdbuf();
+  ::unlink(result_path);
+  const nlohmann::json written = nlohmann::json::parse(text.str(), nullptr, false);
+
+  const std::string ranks = std::to_string(plan.batch.world_size) + " ranks";
+  if (launch.timed_out) {
+    result.verdict = error_verdict(
+        ErrorSource::infrastructure,
+        scenario.file + ": " + ranks + " did not finish within " +
+            std::to_string(options.rank_timeout_seconds) +
+            " s (a rank hangs or died mid-collective); all were killed. Their output:\n" +
+            launch.output);
+    return;
+  }
+  if (written.is_discarded() || !written.is_object() || !written.contains("outcome")) {
+    result.verdict = error_verdict(
+        ErrorSource::infrastructure,
+        scenario.file + ": " + ranks + " ended (mpirun exit code " +
+            std::to_string(launch.exit_code) +
+            ") before rank 0 wrote a result; a rank failed. Their output:\n" + launch.output);
+    return;
+  }
+  result.rank_zero_results = written;
+  result.verdict.outcome =
+      outcome_from_name(written.value("outcome", "error")).value_or(Outcome::error);
+  const int exit_code = written.value("exit_code", 3);
+  result.verdict.error_source = exit_code == kExitBadInput        ? ErrorSource::scenario
+                                : exit_code == kExitInfrastructure ? ErrorSource::infrastructure
+                                                                   : ErrorSource::none;
+  result.verdict.found = written.value("found", "");
+  result.verdict.diagnosis = written.value("diagnosis", "");
 }
 
 // Golden, training and judging; every failure becomes a result.
@@ -81,6 +155,30 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
     result.verdict = error_verdict(ErrorSource::scenario, *reason);
     return;
   }
+  if (plan.batch.world_size > 1 && !launched_by_mpi()) {
+    run_on_ranks(scenario, plan, options, result);
+    return;
+  }
+  std::unique_ptr<Communicator> communicator;
+  if (plan.batch.world_size > 1) {
+    try {
+      communicator =
+          plan.device == Device::cuda ? make_nccl_communicator() : make_mpi_communicator();
+    } catch (const std::exception& error) {
+      result.verdict = error_verdict(ErrorSource::infrastructure,
+                                     scenario.file + ": cannot join the ranks: " + error.what());
+      return;
+    }
+    if (communicator->world_size() != plan.batch.world_size) {
+      result.verdict = error_verdict(
+          ErrorSource::scenario,
+          scenario.file + ":/world_size: " + std::to_string(plan.batch.world_size) +
+              " ranks, but the launcher started " +
+              std::to_string(communicator->world_size()));
+      return;
+    }
+  }
+
   auto stage_start = Clock::now();
   Golden golden;
   try {
@@ -95,8 +193,10 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
   Trace trace;
   try {
     if (plan.device == Device::cuda) make_cuda_deterministic();
-    trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan,
-                              /*recorded_steps=*/scenario.golden.steps);
+    LoopOptions loop_options;
+    loop_options.recorded_steps = scenario.golden.steps;
+    loop_options.communicator = communicator.get();
+    trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan, loop_options);
   } catch (const std::exception& error) {
     result.verdict = error_verdict(ErrorSource::infrastructure,
                                    scenario.file + ": training failed: " + error.what());

@@ -13,6 +13,7 @@ struct RunOptions {
   std::optional<DeviceChoice> device_override;  // --device
   bool cuda_available = false;
   std::string golden_dir = "golden";
+  int rank_timeout_seconds = 600;  // a multi-rank run that takes longer is killed
 };
 
 // The load stage alone, as a result when it fails (outcome error, source scenario).

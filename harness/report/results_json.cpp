@@ -199,7 +199,9 @@ nlohmann::json result_to_json(const ScenarioResult& result) {
 
 void ResultsDirectoryReporter::report_scenario(const ScenarioResult& result) {
   if (result.name.empty()) return;
-  write_file_atomically(directory_ / (result.name + ".json"), result_to_json(result).dump(2) + "\n");
+  const nlohmann::json json =
+      result.rank_zero_results.is_null() ? result_to_json(result) : result.rank_zero_results;
+  write_file_atomically(directory_ / (result.name + ".json"), json.dump(2) + "\n");
   // CUDA memory snapshots only matter once a leak is found; then both go next to the results.
   bool leak = false;
   if (result.memory) {

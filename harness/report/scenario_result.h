@@ -25,6 +25,8 @@ struct ScenarioResult {
   std::optional<MemoryJudgement> memory;
   std::vector<MemorySample> memory_samples;   // every probe sample, for curves in reports
   std::vector<CudaSnapshot> cuda_snapshots;   // written next to the results when a leak is found
+  // For a multi-rank run launched from here: the results file rank 0 wrote, reported verbatim.
+  nlohmann::json rank_zero_results;
   std::string torch_version;  // of the LibTorch that ran it
   double seconds = 0.0;       // everything, loading included
   double golden_seconds = 0.0;

@@ -20,6 +20,14 @@ const char* outcome_name(Outcome outcome) {
   return "error";
 }
 
+std::optional<Outcome> outcome_from_name(const std::string& name) {
+  for (Outcome outcome : {Outcome::passed, Outcome::failed, Outcome::reproduced,
+                          Outcome::not_reproduced, Outcome::error, Outcome::skipped}) {
+    if (name == outcome_name(outcome)) return outcome;
+  }
+  return std::nullopt;
+}
+
 int exit_code_of(const Verdict& verdict) {
   switch (verdict.outcome) {
     case Outcome::passed:

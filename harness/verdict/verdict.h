@@ -1,6 +1,7 @@
 // A Verdict: what the run found, set against what the scenario expected. Plain data, produced
 // by the judging stage and only read by reporters.
 #pragma once
+#include <optional>
 #include <string>
 
 namespace trainrepro {
@@ -25,6 +26,7 @@ struct Verdict {
 };
 
 const char* outcome_name(Outcome outcome);  // "passed", "not-reproduced", …
+std::optional<Outcome> outcome_from_name(const std::string& name);
 
 // The documented exit codes: 0 every expectation met, 1 an expectation not met,
 // 2 bad scenario or usage, 3 infrastructure failure.

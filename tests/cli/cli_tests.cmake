@@ -89,3 +89,17 @@ add_cli_test(run-with-missing-golden-names-the-regenerate-command 2
 add_cli_test(run-writes-per-step-comparisons 0
   [=[reproduced +gas-missing.*diagnosis: effective batch is 8, not 32: gradient_accumulation_steps is not set]=]
   run scenarios/accumulation/gas-missing.json --results @RESULTS@)
+
+# --- multi-rank faults: a dead or hung rank ends the run with a clear error, never a hang ----
+add_cli_test(killed-rank-ends-the-run-naming-it 3
+  [=[2 ranks ended \(mpirun exit code [0-9]+\) before rank 0 wrote a result.*rank 1]=]
+  run scenarios/zero/stage0-2ranks-gas4-sgd.json)
+set_tests_properties(cli/killed-rank-ends-the-run-naming-it PROPERTIES
+                     ENVIRONMENT "TRAINREPRO_FAULT_KILL_RANK=1:1" LABELS "cli;distributed"
+                     TIMEOUT 120)
+add_cli_test(hung-rank-is-killed-after-the-timeout 3
+  [=[2 ranks did not finish within 5 s \(a rank hangs or died mid-collective\); all were killed]=]
+  run scenarios/zero/stage0-2ranks-gas4-sgd.json --rank-timeout 5)
+set_tests_properties(cli/hung-rank-is-killed-after-the-timeout PROPERTIES
+                     ENVIRONMENT "TRAINREPRO_FAULT_HANG_RANK=1:1" LABELS "cli;distributed"
+                     TIMEOUT 120)

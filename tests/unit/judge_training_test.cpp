@@ -21,7 +21,8 @@ class JudgeTraining : public ScenarioFileTest {
     scenario_ = load_scenario(write("scenario.json", scenario.dump()));
     plan_ = std::get<Plan>(resolve_plan(scenario_, Device::cpu));
     golden_ = compute_golden(scenario_);
-    trace_ = run_training_loop(scenario_.model, scenario_.data, scenario_.loop, plan_, 2);
+    trace_ = run_training_loop(scenario_.model, scenario_.data, scenario_.loop, plan_,
+                               LoopOptions{/*recorded_steps=*/2});
   }
   Scenario scenario_;
   Plan plan_;

@@ -1,0 +1,41 @@
+// `trainrepro rank-run SCENARIO --result-file F`: one rank of a multi-rank scenario, started by
+// mpirun (or srun). Every rank trains its share; rank 0 judges and writes the results file that
+// the launching `trainrepro run` reports. Not meant to be typed by hand.
+#include <iostream>
+
+#include "harness/cli/commands.h"
+#include "harness/distributed/mpi_session.h"
+#include "harness/engine/runtime_info.h"
+#include "harness/files/atomic_write.h"
+#include "harness/pipeline/run_scenario.h"
+#include "harness/report/results_json.h"
+
+#include <mpi.h>
+
+namespace trainrepro {
+
+int run_rank(const RankRunArgs& args) {
+  ensure_mpi_initialized();
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  LoadAttempt attempt = try_load_scenario(args.scenario_file);
+  ScenarioResult result = attempt.failure;
+  if (attempt.scenario) {
+    RunOptions options;
+    options.device_override = args.device;
+    options.cuda_available = cuda_is_available();
+    options.golden_dir = args.golden_dir;
+    result = run_loaded_scenario(*attempt.scenario, options);
+  }
+  if (rank != 0) return kExitOk;
+  try {
+    write_file_atomically(args.result_file, result_to_json(result).dump(2) + "\n");
+  } catch (const std::exception& error) {
+    std::cerr << "rank 0: cannot write the result: " << error.what() << "\n";
+    return kExitInfrastructure;
+  }
+  return exit_code_of(result.verdict);
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,20 @@
+// Starts a scenario's ranks with mpirun when trainrepro itself was not started by an MPI
+// launcher: one process per rank, in a process group of their own, so that a rank that dies or
+// hangs ends the whole run within a bounded time instead of leaving the others waiting.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace trainrepro {
+
+struct RankLaunch {
+  int exit_code = 0;       // mpirun's
+  bool timed_out = false;  // killed after timeout_seconds
+  std::string output;      // what mpirun and the ranks printed (the tail, for messages)
+};
+
+// Runs `mpirun -np world_size … <this executable> <rank_arguments…>`.
+RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arguments,
+                        int timeout_seconds);
+
+}  // namespace trainrepro
