@@ -5,9 +5,11 @@
 #include <map>
 #include <memory>
 #include <regex>
+#include <sstream>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/scenario_discovery.h"
+#include "harness/distributed/mpi_session.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/pipeline/run_scenario.h"
 #include "harness/report/console_reporter.h"
@@ -39,9 +41,13 @@ int run_scenarios(const RunArgs& args) {
   for (const std::string& error : discovered.errors) std::cerr << error << "\n";
   if (!discovered.errors.empty()) return kExitBadInput;
 
+  // Started by mpirun or srun (`mpirun -np 2 trainrepro run …`): every rank runs the scenarios
+  // and joins the multi-rank ones, but only rank 0 reports.
+  const bool reporting_rank = rank_from_launcher_environment() == 0;
+  std::ostringstream quiet;
   std::vector<std::unique_ptr<Reporter>> reporters;
-  reporters.push_back(std::make_unique<ConsoleReporter>(std::cout));
-  if (!args.results_dir.empty()) {
+  reporters.push_back(std::make_unique<ConsoleReporter>(reporting_rank ? std::cout : quiet));
+  if (!args.results_dir.empty() && reporting_rank) {
     reporters.push_back(std::make_unique<ResultsDirectoryReporter>(args.results_dir));
   }
 

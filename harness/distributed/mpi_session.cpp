@@ -15,6 +15,13 @@ bool launched_by_mpi() {
   return false;
 }
 
+int rank_from_launcher_environment() {
+  for (const char* variable : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(variable)) return std::atoi(value);
+  }
+  return 0;
+}
+
 void ensure_mpi_initialized() {
   int initialized = 0;
   MPI_Initialized(&initialized);

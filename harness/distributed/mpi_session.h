@@ -7,6 +7,10 @@ namespace trainrepro {
 // True when the environment says an MPI launcher started this process.
 bool launched_by_mpi();
 
+// This process's rank as the launcher's environment gives it (0 when not launched by MPI), known
+// before MPI is initialised: under `mpirun -np N trainrepro run …` only rank 0 reports.
+int rank_from_launcher_environment();
+
 // Initialises MPI once (thread level "funneled") and finalises it at exit.
 void ensure_mpi_initialized();
 
