@@ -29,8 +29,8 @@ struct Setup {
     plan.optimizer.kind = OptimizerKind::adamw;
     SampleSource source(data);
     for (int64_t m = 0; m < kGas; ++m) {
-      batches.push_back(source.samples(m * kMicroBatch, (m + 1) * kMicroBatch, at::kFloat,
-                                       at::kCPU));
+      batches.push_back(
+          source.samples(m * kMicroBatch, (m + 1) * kMicroBatch, at::kFloat, at::kCPU));
     }
   }
 };

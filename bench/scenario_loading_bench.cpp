@@ -28,5 +28,3 @@ void BM_StrictScenarioLoad(benchmark::State& state) {
 BENCHMARK(BM_StrictScenarioLoad);
 
 }  // namespace
-
-

@@ -14,8 +14,9 @@ std::optional<FitProblem> mlp_fit(const MlpOptions& mlp, const DataOptions& data
     features = r->features;
     outputs = r->outputs;
   } else {
-    return FitProblem{"", "model \"mlp\" takes feature vectors; data \"token_sequences\" needs "
-                          "model \"gpt\""};
+    return FitProblem{"",
+                      "model \"mlp\" takes feature vectors; data \"token_sequences\" needs "
+                      "model \"gpt\""};
   }
   if (mlp.dims.front() != features) {
     return FitProblem{"dims", "the first dimension (" + number(mlp.dims.front()) +
@@ -23,8 +24,8 @@ std::optional<FitProblem> mlp_fit(const MlpOptions& mlp, const DataOptions& data
   }
   if (mlp.dims.back() != outputs) {
     return FitProblem{"dims", "the last dimension (" + number(mlp.dims.back()) +
-                                  ") must equal the data's classes or outputs (" +
-                                  number(outputs) + ")"};
+                                  ") must equal the data's classes or outputs (" + number(outputs) +
+                                  ")"};
   }
   return std::nullopt;
 }

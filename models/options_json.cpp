@@ -8,8 +8,10 @@ nlohmann::json model_options_to_json(const ModelOptions& options) {
             {"activation", spelling_of(mlp->activation, activation_spellings())}};
   }
   const auto& gpt = std::get<GptOptions>(options);
-  return {{"vocab_size", gpt.vocab_size}, {"max_seq_len", gpt.max_seq_len},
-          {"d_model", gpt.d_model},       {"heads", gpt.heads},
+  return {{"vocab_size", gpt.vocab_size},
+          {"max_seq_len", gpt.max_seq_len},
+          {"d_model", gpt.d_model},
+          {"heads", gpt.heads},
           {"layers", gpt.layers}};
 }
 

@@ -31,8 +31,8 @@ int run_scenarios(const RunArgs& args) {
     try {
       filter.emplace(args.filter, std::regex::ECMAScript);
     } catch (const std::regex_error& error) {
-      std::cerr << "--filter \"" << args.filter << "\": not a valid regular expression: "
-                << error.what() << "\n";
+      std::cerr << "--filter \"" << args.filter
+                << "\": not a valid regular expression: " << error.what() << "\n";
       return kExitBadInput;
     }
   }

@@ -59,9 +59,8 @@ class MpiCommunicator final : public Communicator {
     if (input.numel() != output.numel() * world_size_) {
       throw std::invalid_argument("reduce_scatter: input must hold world_size output chunks");
     }
-    MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(),
-                             static_cast<int>(output.numel()), mpi_type_of(input), MPI_SUM,
-                             MPI_COMM_WORLD);
+    MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(), static_cast<int>(output.numel()),
+                             mpi_type_of(input), MPI_SUM, MPI_COMM_WORLD);
     count_ring(bytes_of(input), 1);
   }
 

@@ -73,8 +73,8 @@ class NcclCommunicator final : public Communicator {
 
   void all_reduce_sum(at::Tensor& tensor) override {
     require_cuda_contiguous(tensor, "all_reduce tensor");
-    check(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(),
-                        nccl_type_of(tensor), ncclSum, comm_, stream()),
+    check(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_type_of(tensor),
+                        ncclSum, comm_, stream()),
           "all_reduce");
     count_ring(bytes_of(tensor), 2);
   }
@@ -99,8 +99,8 @@ class NcclCommunicator final : public Communicator {
 
   void broadcast(at::Tensor& tensor, int root) override {
     require_cuda_contiguous(tensor, "broadcast tensor");
-    check(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(),
-                        nccl_type_of(tensor), root, comm_, stream()),
+    check(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_type_of(tensor),
+                        root, comm_, stream()),
           "broadcast");
     if (rank_ == root) count_bytes(bytes_of(tensor));
   }

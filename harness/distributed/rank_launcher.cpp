@@ -42,9 +42,15 @@ RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arg
 
   // As root Open MPI refuses to start without --allow-run-as-root; on a 2-core machine 4 ranks
   // need --oversubscribe; shared memory (vader) is all a single machine needs.
-  std::vector<std::string> arguments = {"mpirun", "-np", std::to_string(world_size),
-                                        "--allow-run-as-root", "--oversubscribe",
-                                        "--mca", "btl", "self,vader", this_executable()};
+  std::vector<std::string> arguments = {"mpirun",
+                                        "-np",
+                                        std::to_string(world_size),
+                                        "--allow-run-as-root",
+                                        "--oversubscribe",
+                                        "--mca",
+                                        "btl",
+                                        "self,vader",
+                                        this_executable()};
   arguments.insert(arguments.end(), rank_arguments.begin(), rank_arguments.end());
   std::vector<char*> argv;
   for (std::string& argument : arguments) argv.push_back(argument.data());

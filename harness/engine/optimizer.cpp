@@ -54,8 +54,8 @@ void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, s
     effective_gradient = gradient.add(parameter, config_.weight_decay);
   }
   exp_avg.mul_(config_.beta1).add_(effective_gradient, 1.0 - config_.beta1);
-  exp_avg_sq.mul_(config_.beta2).addcmul_(effective_gradient, effective_gradient,
-                                          1.0 - config_.beta2);
+  exp_avg_sq.mul_(config_.beta2)
+      .addcmul_(effective_gradient, effective_gradient, 1.0 - config_.beta2);
 
   const double t = static_cast<double>(steps_taken_);
   const double bias_correction1 = 1.0 - std::pow(config_.beta1, t);

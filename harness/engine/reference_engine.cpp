@@ -9,7 +9,9 @@ namespace trainrepro {
 
 ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& plan,
                                  Communicator* communicator)
-    : model_(std::move(model)), plan_(plan), optimizer_(plan.optimizer),
+    : model_(std::move(model)),
+      plan_(plan),
+      optimizer_(plan.optimizer),
       communicator_(communicator) {
   for (const auto& item : model_->named_parameters(/*recurse=*/true)) {
     parameter_names_.push_back(item.key());

@@ -19,10 +19,10 @@
 namespace trainrepro {
 
 struct EngineCounters {
-  int64_t micro_steps = 0;      // step() calls, as DeepSpeed's engine.micro_steps
-  int64_t global_steps = 0;     // optimizer steps taken through the engine
-  int64_t skipped_steps = 0;    // overflow skips (fp16 loss scaling; always 0 in fp32)
-  int64_t bypass_steps = 0;     // optimizer steps the user's loop took around the engine
+  int64_t micro_steps = 0;    // step() calls, as DeepSpeed's engine.micro_steps
+  int64_t global_steps = 0;   // optimizer steps taken through the engine
+  int64_t skipped_steps = 0;  // overflow skips (fp16 loss scaling; always 0 in fp32)
+  int64_t bypass_steps = 0;   // optimizer steps the user's loop took around the engine
 };
 
 // What one optimizer step used and produced, whoever triggered it.
@@ -30,7 +30,7 @@ struct OptimizerStepEvent {
   int64_t micro_step = 0;                    // micro-steps (backwards) seen when it happened
   const std::vector<at::Tensor>* gradients;  // as accumulated, before clipping
   const std::vector<at::Tensor>* parameters;
-  double gradient_norm = 0.0;                // before clipping
+  double gradient_norm = 0.0;  // before clipping
   bool through_engine = true;
 };
 

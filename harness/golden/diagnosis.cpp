@@ -93,62 +93,71 @@ struct Hypothesis {
   Gradients predicted;
 };
 
-std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& plan,
-                    int64_t step) {
+std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& plan, int64_t step) {
   const ResolvedBatch& batch = plan.batch;
   const std::string gas = std::to_string(batch.gradient_accumulation_steps);
   const std::string intended = std::to_string(scenario.golden.train_batch_size);
   const std::string effective = std::to_string(batch.train_batch_size);
   switch (kind) {
     case DiagnosisKind::no_accumulation: {
-      const int64_t needed = scenario.golden.train_batch_size /
-                             (batch.micro_batch_per_gpu * batch.world_size);
+      const int64_t needed =
+          scenario.golden.train_batch_size / (batch.micro_batch_per_gpu * batch.world_size);
       std::string why = batch.given.gradient_accumulation_steps
                             ? "gradient_accumulation_steps is 1"
                             : "gradient_accumulation_steps is not set, so DeepSpeed uses 1";
       return "effective batch is " + effective + ", not " + intended + ": " + why +
              " (train_micro_batch_size_per_gpu=" + std::to_string(batch.micro_batch_per_gpu) +
              "); every optimizer step sees one micro-batch. Fix: set "
-             "\"gradient_accumulation_steps\": " + std::to_string(needed) +
-             " or \"train_batch_size\": " + intended + " in the DeepSpeed config";
+             "\"gradient_accumulation_steps\": " +
+             std::to_string(needed) + " or \"train_batch_size\": " + intended +
+             " in the DeepSpeed config";
     }
     case DiagnosisKind::effective_batch_differs:
       return "effective batch is " + effective + ", not " + intended +
              ": the config resolves to train_micro_batch_size_per_gpu=" +
              std::to_string(batch.micro_batch_per_gpu) + " x gradient_accumulation_steps=" + gas +
-             " x world_size=" + std::to_string(batch.world_size) +
-             ". Fix: make train_batch_size " + intended + " (see trainrepro config resolve)";
+             " x world_size=" + std::to_string(batch.world_size) + ". Fix: make train_batch_size " +
+             intended + " (see trainrepro config resolve)";
     case DiagnosisKind::loss_not_scaled:
-      return "gradients are " + gas + "x the golden's: the micro-batch losses are summed, not "
+      return "gradients are " + gas +
+             "x the golden's: the micro-batch losses are summed, not "
              "averaged (loss.backward() bypasses engine.backward's division by "
-             "gradient_accumulation_steps=" + gas + "). Fix: call engine.backward(loss)";
+             "gradient_accumulation_steps=" +
+             gas + "). Fix: call engine.backward(loss)";
     case DiagnosisKind::loss_scaled_twice:
-      return "gradients are 1/" + gas + " of the golden's: the loss is divided by "
+      return "gradients are 1/" + gas +
+             " of the golden's: the loss is divided by "
              "gradient_accumulation_steps twice, by the training loop and by engine.backward. "
              "Fix: remove the loop's own division; engine.backward already scales";
     case DiagnosisKind::zeroed_inside_window:
       return "gradients are the last micro-batch's alone: they are zeroed inside the "
-             "accumulation window, so " + std::to_string(batch.gradient_accumulation_steps - 1) +
-             " of " + gas + " micro-batches are lost. Fix: do not call zero_grad() between "
+             "accumulation window, so " +
+             std::to_string(batch.gradient_accumulation_steps - 1) + " of " + gas +
+             " micro-batches are lost. Fix: do not call zero_grad() between "
              "micro-batches; the engine zeroes at the boundary";
     case DiagnosisKind::never_zeroed:
       return "step " + std::to_string(step) + "'s gradients are its own plus step " +
-             std::to_string(step - 1) + "'s: gradients are never zeroed and accumulate across "
+             std::to_string(step - 1) +
+             "'s: gradients are never zeroed and accumulate across "
              "optimizer steps. Fix: zero gradients after every optimizer step (engine.step() "
              "does it)";
     case DiagnosisKind::optimizer_every_micro_step:
       return "the optimizer stepped after the first micro-batch: optimizer.step() is called "
-             "every micro-step, bypassing accumulation (" + gas + " optimizer steps per "
+             "every micro-step, bypassing accumulation (" +
+             gas +
+             " optimizer steps per "
              "intended one). Fix: call engine.step() after every backward and let the engine "
              "step the optimizer at the boundary";
     case DiagnosisKind::step_once_per_window:
       return "the accumulation boundary came after " +
              std::to_string(batch.gradient_accumulation_steps * batch.gradient_accumulation_steps) +
-             " micro-batches, not " + gas + ": engine.step() is called once per window, but "
+             " micro-batches, not " + gas +
+             ": engine.step() is called once per window, but "
              "DeepSpeed counts every step() call as a micro-step. Fix: call engine.step() after "
              "every engine.backward()";
     case DiagnosisKind::backward_in_evaluation:
-      return "step " + std::to_string(step) + "'s gradients are its own plus the evaluation "
+      return "step " + std::to_string(step) +
+             "'s gradients are its own plus the evaluation "
              "loss's gradient: the evaluation before it called backward(), computing gradients "
              "where none are needed and leaving them in .grad for the next training step. Fix: "
              "evaluate under torch.no_grad() and never call backward() on an evaluation loss";
@@ -166,8 +175,7 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
 }
 
 std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& plan,
-                                         const Trace& trace, const Golden& golden,
-                                         int64_t step) {
+                                         const Trace& trace, const Golden& golden, int64_t step) {
   const std::vector<at::Tensor>& parameters_before =
       step == 0 ? golden.initial_parameters : golden.steps[step - 1].parameters;
   ReferenceGradients reference(scenario, parameters_before);
@@ -197,11 +205,11 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
 
   std::vector<Hypothesis> hypotheses;
   if (plan.batch.train_batch_size != scenario.golden.train_batch_size) {
-    const bool no_accumulation = gas == 1 &&
-                                 plan.batch.train_batch_size < scenario.golden.train_batch_size;
-    hypotheses.push_back({no_accumulation ? DiagnosisKind::no_accumulation
-                                          : DiagnosisKind::effective_batch_differs,
-                          window});
+    const bool no_accumulation =
+        gas == 1 && plan.batch.train_batch_size < scenario.golden.train_batch_size;
+    hypotheses.push_back(
+        {no_accumulation ? DiagnosisKind::no_accumulation : DiagnosisKind::effective_batch_differs,
+         window});
   }
   if (gas > 1) {
     hypotheses.push_back({DiagnosisKind::loss_not_scaled, scaled(window, gas)});
@@ -246,8 +254,8 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
 
 }  // namespace
 
-Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan,
-                                     const Trace& trace, const Golden& golden, int64_t step) {
+Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan, const Trace& trace,
+                                     const Golden& golden, int64_t step) {
   Diagnosis diagnosis;
   diagnosis.step = step;
   const Gradients& observed = trace.steps[step].gradients;

@@ -26,8 +26,8 @@ struct Diagnosis {
   std::vector<HypothesisResult> tested;
 };
 
-Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan,
-                                     const Trace& trace, const Golden& golden, int64_t step);
+Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan, const Trace& trace,
+                                     const Golden& golden, int64_t step);
 
 // Parameters match but gradients did too: the update itself differs.
 Diagnosis diagnose_parameter_mismatch(const Plan& plan, int64_t step);

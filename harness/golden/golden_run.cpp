@@ -12,8 +12,8 @@ Golden compute_golden(const Scenario& scenario) {
   const Plan plan = golden_plan(scenario);
   LoopOptions options;
   options.recorded_steps = scenario.golden.steps;
-  Trace trace = run_training_loop(scenario.model, scenario.data, golden_loop(scenario), plan,
-                                  options);
+  Trace trace =
+      run_training_loop(scenario.model, scenario.data, golden_loop(scenario), plan, options);
 
   Golden golden;
   golden.key = golden_key(scenario);

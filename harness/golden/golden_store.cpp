@@ -27,17 +27,20 @@ std::string manifest_path(const std::string& directory) {
 nlohmann::json read_manifest(const std::string& directory) {
   const std::string path = manifest_path(directory);
   if (!fs::exists(path)) {
-    return {{"format", kManifestFormat}, {"format_version", kGoldenFormatVersion},
+    return {{"format", kManifestFormat},
+            {"format_version", kGoldenFormatVersion},
             {"goldens", nlohmann::json::object()}};
   }
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
   nlohmann::json manifest = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (manifest.is_discarded() || !manifest.is_object() || manifest.value("format", "") != kManifestFormat ||
-      !manifest.contains("goldens") || !manifest["goldens"].is_object()) {
-    throw GoldenError(path + ": not a trainrepro golden manifest (corrupt?); regenerate every "
-                             "golden with: trainrepro golden --update scenarios");
+  if (manifest.is_discarded() || !manifest.is_object() ||
+      manifest.value("format", "") != kManifestFormat || !manifest.contains("goldens") ||
+      !manifest["goldens"].is_object()) {
+    throw GoldenError(path +
+                      ": not a trainrepro golden manifest (corrupt?); regenerate every "
+                      "golden with: trainrepro golden --update scenarios");
   }
   return manifest;
 }
@@ -66,8 +69,7 @@ std::string write_golden(const std::string& directory, const Golden& golden) {
     const GoldenStep& step = golden.steps[s];
     tensors.emplace_back(step_prefix(s) + "loss", at::scalar_tensor(step.loss, at::kDouble));
     for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
-      tensors.emplace_back(step_prefix(s) + "grad/" + golden.parameter_names[i],
-                           step.gradients[i]);
+      tensors.emplace_back(step_prefix(s) + "grad/" + golden.parameter_names[i], step.gradients[i]);
       tensors.emplace_back(step_prefix(s) + "param/" + golden.parameter_names[i],
                            step.parameters[i]);
     }
@@ -108,8 +110,10 @@ std::string check_golden(const std::string& directory, const Scenario& scenario)
   }
   const auto& goldens = manifest["goldens"];
   if (!goldens.contains(name)) {
-    return path + ": no golden for this scenario's key (new scenario, or its model, data, "
-                  "optimizer, golden batch or steps changed)" + regenerate;
+    return path +
+           ": no golden for this scenario's key (new scenario, or its model, data, "
+           "optimizer, golden batch or steps changed)" +
+           regenerate;
   }
   if (goldens[name].value("key", nlohmann::json()) != key) {
     return manifest_path(directory) + ": the entry for " + name +

@@ -128,7 +128,6 @@ class Sha256 {
   uint64_t total_bytes_ = 0;
 };
 
-
 }  // namespace
 
 std::string sha256_hex(std::string_view bytes) {

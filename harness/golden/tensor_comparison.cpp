@@ -37,9 +37,10 @@ TensorComparison compare_tensors(const std::string& name, const at::Tensor& actu
   result.max_abs_error = finite_error.max().item<double>();
   const at::Tensor nonzero = expected.ne(0.0).logical_and(expected_nan.logical_not());
   if (nonzero.any().item<bool>()) {
-    result.max_rel_error =
-        finite_error.masked_select(nonzero).div(expected.abs().masked_select(nonzero)).max()
-            .item<double>();
+    result.max_rel_error = finite_error.masked_select(nonzero)
+                               .div(expected.abs().masked_select(nonzero))
+                               .max()
+                               .item<double>();
   }
   // The worst element is the one that uses most of its allowed error; a NaN disagreement wins.
   at::Tensor used = finite_error.div(allowed.clamp_min(1e-300));
@@ -57,7 +58,7 @@ TensorComparison compare_tensors(const std::string& name, const at::Tensor& actu
 
   const double actual_norm = actual.nan_to_num(0.0).norm().item<double>();
   const double expected_norm = expected.nan_to_num(0.0).norm().item<double>();
-  result.norm_ratio = expected_norm > 0.0 ? actual_norm / expected_norm
+  result.norm_ratio = expected_norm > 0.0  ? actual_norm / expected_norm
                       : actual_norm == 0.0 ? 1.0
                                            : std::numeric_limits<double>::infinity();
   const double dot = (actual.nan_to_num(0.0) * expected.nan_to_num(0.0)).sum().item<double>();

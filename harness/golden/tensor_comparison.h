@@ -24,15 +24,15 @@ struct TensorComparison {
   std::string name;
   bool within_tolerance = true;
   int64_t elements = 0;
-  int64_t mismatched = 0;           // elements outside tolerance (NaN disagreement included)
+  int64_t mismatched = 0;  // elements outside tolerance (NaN disagreement included)
   double max_abs_error = 0.0;
-  double max_rel_error = 0.0;       // |a - b| / |b| at elements where b != 0
-  std::vector<int64_t> worst_index; // where |a - b| / tolerance is largest
+  double max_rel_error = 0.0;        // |a - b| / |b| at elements where b != 0
+  std::vector<int64_t> worst_index;  // where |a - b| / tolerance is largest
   double worst_actual = 0.0;
   double worst_expected = 0.0;
-  double tolerance_used = 0.0;      // max over elements of |a - b| / allowed (1.0 = at the limit)
-  double norm_ratio = 1.0;          // ||a|| / ||b||
-  double cosine = 1.0;              // <a, b> / (||a|| ||b||)
+  double tolerance_used = 0.0;  // max over elements of |a - b| / allowed (1.0 = at the limit)
+  double norm_ratio = 1.0;      // ||a|| / ||b||
+  double cosine = 1.0;          // <a, b> / (||a|| ||b||)
 };
 
 // `allowance`, when defined, is added elementwise to the allowed error (same shape as expected).

@@ -15,8 +15,8 @@
 namespace trainrepro {
 
 struct MicroStepRecord {
-  double loss = 0.0;    // the micro-batch's mean loss (sum over items / items), unscaled
-  int64_t items = 0;    // samples, or target tokens
+  double loss = 0.0;  // the micro-batch's mean loss (sum over items / items), unscaled
+  int64_t items = 0;  // samples, or target tokens
 };
 
 struct OptimizerStepRecord {
@@ -42,7 +42,7 @@ struct Trace {
   std::vector<OptimizerStepRecord> steps;
   EngineCounters counters;
   std::vector<MemorySample> memory;
-  std::vector<LiveAllocation> live_at_end;  // CPU tensor allocations alive when the loop ended
+  std::vector<LiveAllocation> live_at_end;    // CPU tensor allocations alive when the loop ended
   int64_t evaluation_peak_bytes = 0;          // largest rise of tensor memory in an evaluation
   int64_t evaluation_peak_bytes_no_grad = 0;  // the same evaluation under no_grad, for scale
   std::vector<CudaSnapshot> cuda_snapshots;

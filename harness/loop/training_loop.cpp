@@ -85,7 +85,11 @@ class Evaluation {
  public:
   Evaluation(const EvaluationSpec& spec, ZooModel& model, const SampleSource& source,
              int64_t micro_batch, at::ScalarType dtype, at::Device device)
-      : spec_(spec), model_(model), source_(source), micro_batch_(micro_batch), dtype_(dtype),
+      : spec_(spec),
+        model_(model),
+        source_(source),
+        micro_batch_(micro_batch),
+        dtype_(dtype),
         device_(device) {}
 
   bool due(int64_t optimizer_steps_done) const {
@@ -211,11 +215,12 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
       // averages the ranks' gradients where the loss should sum them.
       const int64_t window_first = m * ranks * micro_batch;
       const int64_t global_items =
-          batch.mask.defined() ? source.samples(window_first,
-                                                window_first + gas * ranks * micro_batch, dtype,
-                                                at::kCPU)
-                                     .items
-                               : gas * ranks * micro_batch;
+          batch.mask.defined()
+              ? source
+                    .samples(window_first, window_first + gas * ranks * micro_batch, dtype,
+                             at::kCPU)
+                    .items
+              : gas * ranks * micro_batch;
       window_items = static_cast<double>(global_items) / static_cast<double>(ranks);
     }
 
@@ -262,8 +267,7 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     CountingCpuAllocator::set_current_step(steps_done);
     probe.sample(SamplePoint::boundary, m, steps_done);
     if (options.communicator) inject_faults_after_step(rank, steps_done);
-    if (plan.device == Device::cuda &&
-        (steps_done == loop.steps / 2 || steps_done == loop.steps)) {
+    if (plan.device == Device::cuda && (steps_done == loop.steps / 2 || steps_done == loop.steps)) {
       trace.cuda_snapshots.push_back({steps_done, cuda_memory_snapshot_pickle()});
     }
     if (evaluation && evaluation->due(steps_done) && steps_done < loop.steps) {
@@ -281,8 +285,7 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
   trace.counters = engine.counters();
   trace.memory = probe.take_samples();
   trace.live_at_end = CountingCpuAllocator::live_allocations();
-  trace.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  trace.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return trace;
 }
 

@@ -77,25 +77,25 @@ std::string describe_surviving_allocations(const std::vector<LiveAllocation>& li
     std::sort(sizes.rbegin(), sizes.rend());
     ++steps_with_pattern[sizes];
   }
-  const auto common = std::max_element(
-      steps_with_pattern.begin(), steps_with_pattern.end(),
-      [](const auto& a, const auto& b) { return a.second < b.second; });
+  const auto common =
+      std::max_element(steps_with_pattern.begin(), steps_with_pattern.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
   std::map<int64_t, int64_t, std::greater<int64_t>> count_by_size;
   for (int64_t size : common->first) ++count_by_size[size];
   std::string groups;
   for (const auto& [size, count] : count_by_size) {
     groups += (groups.empty() ? "" : ", ") + std::to_string(count) + " × " + format_bytes(size);
   }
-  const std::string born = ", born in steps " + std::to_string(sizes_by_step.begin()->first) +
-                           "…" + std::to_string(sizes_by_step.rbegin()->first);
+  const std::string born = ", born in steps " + std::to_string(sizes_by_step.begin()->first) + "…" +
+                           std::to_string(sizes_by_step.rbegin()->first);
   const int64_t per_step = static_cast<int64_t>(common->first.size());
   std::string text = common->second == static_cast<int64_t>(sizes_by_step.size())
                          ? "each step leaves "
                          : std::to_string(common->second) + " of " +
                                std::to_string(sizes_by_step.size()) + " steps leave ";
-  text += std::to_string(per_step) + (per_step == 1 ? " allocation" : " allocations") +
-          " alive (" + groups + ")" + born + "; " + std::to_string(total_count) +
-          " allocations, " + format_bytes(static_cast<double>(total_bytes)) + " in all";
+  text += std::to_string(per_step) + (per_step == 1 ? " allocation" : " allocations") + " alive (" +
+          groups + ")" + born + "; " + std::to_string(total_count) + " allocations, " +
+          format_bytes(static_cast<double>(total_bytes)) + " in all";
   return text;
 }
 

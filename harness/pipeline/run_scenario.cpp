@@ -108,11 +108,11 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
   char result_path[] = "/tmp/trainrepro-rank-result-XXXXXX";
   const int fd = ::mkstemp(result_path);
   if (fd >= 0) ::close(fd);
-  const RankLaunch launch = launch_ranks(
-      static_cast<int>(plan.batch.world_size),
-      {"rank-run", scenario.file, "--result-file", result_path, "--golden-dir", options.golden_dir,
-       "--device", device_name(plan.device)},
-      options.rank_timeout_seconds);
+  const RankLaunch launch =
+      launch_ranks(static_cast<int>(plan.batch.world_size),
+                   {"rank-run", scenario.file, "--result-file", result_path, "--golden-dir",
+                    options.golden_dir, "--device", device_name(plan.device)},
+                   options.rank_timeout_seconds);
   std::ifstream in(result_path);
   std::stringstream text;
   text << in.rdbuf();
@@ -141,7 +141,7 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
   result.verdict.outcome =
       outcome_from_name(written.value("outcome", "error")).value_or(Outcome::error);
   const int exit_code = written.value("exit_code", 3);
-  result.verdict.error_source = exit_code == kExitBadInput        ? ErrorSource::scenario
+  result.verdict.error_source = exit_code == kExitBadInput         ? ErrorSource::scenario
                                 : exit_code == kExitInfrastructure ? ErrorSource::infrastructure
                                                                    : ErrorSource::none;
   result.verdict.found = written.value("found", "");
@@ -173,8 +173,7 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
       result.verdict = error_verdict(
           ErrorSource::scenario,
           scenario.file + ":/world_size: " + std::to_string(plan.batch.world_size) +
-              " ranks, but the launcher started " +
-              std::to_string(communicator->world_size()));
+              " ranks, but the launcher started " + std::to_string(communicator->world_size()));
       return;
     }
   }

@@ -35,7 +35,8 @@ nlohmann::json plan_to_json(const Plan& plan) {
         {"weight_decay", optimizer.weight_decay},
         {"decoupled_weight_decay", optimizer.decoupled_weight_decay},
         {"momentum", optimizer.momentum}}},
-      {"golden", {{"train_batch_size", plan.golden.train_batch_size}, {"steps", plan.golden.steps}}},
+      {"golden",
+       {{"train_batch_size", plan.golden.train_batch_size}, {"steps", plan.golden.steps}}},
   };
 }
 
@@ -81,13 +82,13 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
       tested.push_back({{"hypothesis", spelling_of(h.kind, diagnosis_spellings())},
                         {"relative_error", h.relative_error}});
     }
-    diagnosis = {{"name", training.diagnosis->kind
-                              ? nlohmann::json(spelling_of(*training.diagnosis->kind,
-                                                           diagnosis_spellings()))
-                              : nlohmann::json(nullptr)},
-                 {"step", training.diagnosis->step},
-                 {"explanation", training.diagnosis->explanation},
-                 {"hypotheses", tested}};
+    diagnosis = {
+        {"name", training.diagnosis->kind
+                     ? nlohmann::json(spelling_of(*training.diagnosis->kind, diagnosis_spellings()))
+                     : nlohmann::json(nullptr)},
+        {"step", training.diagnosis->step},
+        {"explanation", training.diagnosis->explanation},
+        {"hypotheses", tested}};
   }
   return {{"golden_file", training.golden_file},
           {"tolerance",

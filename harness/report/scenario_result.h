@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/scenario/plan.h"
 #include "harness/loop/trace.h"
+#include "harness/scenario/plan.h"
 #include "harness/verdict/memory_judgement.h"
 #include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
@@ -19,12 +19,12 @@ struct ScenarioResult {
   std::string description;
   std::vector<std::string> tags;
   Verdict verdict;
-  std::vector<std::string> warnings;  // "file:/pointer: …" each
-  std::optional<Plan> plan;           // when the config resolved
+  std::vector<std::string> warnings;          // "file:/pointer: …" each
+  std::optional<Plan> plan;                   // when the config resolved
   std::optional<TrainingJudgement> training;  // when training ran and was judged
   std::optional<MemoryJudgement> memory;
-  std::vector<MemorySample> memory_samples;   // every probe sample, for curves in reports
-  std::vector<CudaSnapshot> cuda_snapshots;   // written next to the results when a leak is found
+  std::vector<MemorySample> memory_samples;  // every probe sample, for curves in reports
+  std::vector<CudaSnapshot> cuda_snapshots;  // written next to the results when a leak is found
   // For a multi-rank run launched from here: the results file rank 0 wrote, reported verbatim.
   nlohmann::json rank_zero_results;
   std::string torch_version;  // of the LibTorch that ran it

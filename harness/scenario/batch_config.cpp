@@ -26,27 +26,26 @@ ConfigError division_by_zero(ConfigErrorKind kind, const char* divisor_key) {
 std::optional<ConfigError> check_batch(int64_t train_batch, int64_t micro_batch, int64_t grad_acc,
                                        int64_t world_size) {
   if (!(train_batch > 0)) {
-    return ConfigError{ConfigErrorKind::train_batch_size_not_positive,
-                       "Train batch size: " + std::to_string(train_batch) +
-                           " has to be greater than 0"};
+    return ConfigError{
+        ConfigErrorKind::train_batch_size_not_positive,
+        "Train batch size: " + std::to_string(train_batch) + " has to be greater than 0"};
   }
   if (!(micro_batch > 0)) {
-    return ConfigError{ConfigErrorKind::micro_batch_not_positive,
-                       "Micro batch size per gpu: " + std::to_string(micro_batch) +
-                           " has to be greater than 0"};
+    return ConfigError{
+        ConfigErrorKind::micro_batch_not_positive,
+        "Micro batch size per gpu: " + std::to_string(micro_batch) + " has to be greater than 0"};
   }
   if (!(grad_acc > 0)) {
-    return ConfigError{ConfigErrorKind::gradient_accumulation_steps_not_positive,
-                       "Gradient accumulation steps: " + std::to_string(grad_acc) +
-                           " has to be greater than 0"};
+    return ConfigError{
+        ConfigErrorKind::gradient_accumulation_steps_not_positive,
+        "Gradient accumulation steps: " + std::to_string(grad_acc) + " has to be greater than 0"};
   }
   if (train_batch != micro_batch * grad_acc * world_size) {
-    return ConfigError{
-        ConfigErrorKind::batch_size_mismatch,
-        "Check batch related parameters. train_batch_size is not equal to "
-        "micro_batch_per_gpu * gradient_acc_step * world_size " +
-            std::to_string(train_batch) + " != " + std::to_string(micro_batch) + " * " +
-            std::to_string(grad_acc) + " * " + std::to_string(world_size)};
+    return ConfigError{ConfigErrorKind::batch_size_mismatch,
+                       "Check batch related parameters. train_batch_size is not equal to "
+                       "micro_batch_per_gpu * gradient_acc_step * world_size " +
+                           std::to_string(train_batch) + " != " + std::to_string(micro_batch) +
+                           " * " + std::to_string(grad_acc) + " * " + std::to_string(world_size)};
   }
   return std::nullopt;
 }

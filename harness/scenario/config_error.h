@@ -8,13 +8,13 @@
 namespace trainrepro {
 
 enum class ConfigErrorKind {
-  batch_size_missing,                        // neither train_batch_size nor the micro batch
+  batch_size_missing,  // neither train_batch_size nor the micro batch
   train_batch_size_not_positive,
   micro_batch_not_positive,                  // also when DeepSpeed's integer division gives 0
   gradient_accumulation_steps_not_positive,  // likewise
   batch_size_mismatch,                       // TB != MB * GAS * world size
   fp16_and_bf16_both_enabled,
-  zero_stage_unsupported,                    // stage above 3
+  zero_stage_unsupported,  // stage above 3
 };
 
 const EnumSpellings<ConfigErrorKind>& config_error_spellings();

@@ -12,18 +12,21 @@ namespace {
 // Keys that change nothing trainrepro measures (logging, monitoring, profiling): accepted
 // without a warning so that real configs do not drown the one warning that matters.
 const std::set<std::string>& keys_without_numerical_effect() {
-  static const std::set<std::string> keys = {
-      "steps_per_print", "wall_clock_breakdown", "dump_state", "memory_breakdown",
-      "tensorboard",     "wandb",                "csv_monitor", "comet",
-      "comms_logger",    "flops_profiler",       "logging",     "zero_allow_untested_optimizer"};
+  static const std::set<std::string> keys = {"steps_per_print", "wall_clock_breakdown",
+                                             "dump_state",      "memory_breakdown",
+                                             "tensorboard",     "wandb",
+                                             "csv_monitor",     "comet",
+                                             "comms_logger",    "flops_profiler",
+                                             "logging",         "zero_allow_untested_optimizer"};
   return keys;
 }
 
 // Hugging Face's Trainer replaces "auto" before DeepSpeed sees the config; DeepSpeed itself
 // cannot read it, and neither can we.
 [[noreturn]] void fail_on_auto(const ObjectReader& section, const std::string& key) {
-  section.fail(key, "found the string \"auto\": \"auto\" is filled in by the Hugging Face "
-                    "Trainer, not by DeepSpeed; write the value it resolves to");
+  section.fail(key,
+               "found the string \"auto\": \"auto\" is filled in by the Hugging Face "
+               "Trainer, not by DeepSpeed; write the value it resolves to");
 }
 
 bool is_auto(const nlohmann::json& value) { return value.is_string() && value == "auto"; }
@@ -94,8 +97,8 @@ OptimizerConfig read_optimizer(ObjectReader& section, std::vector<std::string>& 
       const nlohmann::json& betas = params.required_value("betas");
       if (!betas.is_array() || betas.size() != 2 || !betas[0].is_number() ||
           !betas[1].is_number()) {
-        params.fail("betas", "expected two numbers [beta1, beta2], found " +
-                                 describe_json_value(betas));
+        params.fail("betas",
+                    "expected two numbers [beta1, beta2], found " + describe_json_value(betas));
       }
       optimizer.beta1 = betas[0].get<double>();
       optimizer.beta2 = betas[1].get<double>();
@@ -105,8 +108,10 @@ OptimizerConfig read_optimizer(ObjectReader& section, std::vector<std::string>& 
     optimizer.decoupled_weight_decay = optimizer.kind == OptimizerKind::adamw || adam_w_mode;
     params.optional_bool("torch_adam", false);  // which kernel, not which mathematics
   }
-  warn_about_unread_keys(params, "optimizer parameter not implemented by the reference engine; "
-                                 "ignored", warnings);
+  warn_about_unread_keys(params,
+                         "optimizer parameter not implemented by the reference engine; "
+                         "ignored",
+                         warnings);
   warn_about_unread_keys(block, "not implemented by the reference engine; ignored", warnings);
   return optimizer;
 }
@@ -126,10 +131,8 @@ DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::s
   result.verbatim = config;
 
   result.batch.train_batch_size = read_batch_key(section, "train_batch_size");
-  result.batch.micro_batch_per_gpu =
-      read_batch_key(section, "train_micro_batch_size_per_gpu");
-  result.batch.gradient_accumulation_steps =
-      read_batch_key(section, "gradient_accumulation_steps");
+  result.batch.micro_batch_per_gpu = read_batch_key(section, "train_micro_batch_size_per_gpu");
+  result.batch.gradient_accumulation_steps = read_batch_key(section, "gradient_accumulation_steps");
 
   section.note_known("optimizer");
   if (section.has("optimizer")) result.optimizer = read_optimizer(section, result.warnings);

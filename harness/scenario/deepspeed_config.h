@@ -36,7 +36,7 @@ struct DeepSpeedConfig {
   nlohmann::json verbatim;  // exactly as the user wrote it, for the results file
   BatchInputs batch;
   std::optional<OptimizerConfig> optimizer;  // scenarios require one; `config resolve` does not
-  double gradient_clipping = 0.0;  // 0 = off, as in DeepSpeed
+  double gradient_clipping = 0.0;            // 0 = off, as in DeepSpeed
   int64_t zero_stage = 0;
   bool fp16_enabled = false;
   bool bf16_enabled = false;

@@ -21,11 +21,11 @@ enum class DiagnosisKind {
   optimizer_every_micro_step,  // accumulation bypassed
   step_once_per_window,        // boundary only every GAS step() calls
   per_micro_batch_token_normalisation,
-  backward_in_evaluation,      // evaluation's gradients land in the next training step
+  backward_in_evaluation,  // evaluation's gradients land in the next training step
   // Memory, judged from the probes:
-  tensor_memory_leak,          // live tensor bytes grow every step
-  host_memory_leak,            // the host heap grows every step while tensors stay flat
-  memory_over_budget,          // peak tensor bytes above the scenario's budget
+  tensor_memory_leak,  // live tensor bytes grow every step
+  host_memory_leak,    // the host heap grows every step while tensors stay flat
+  memory_over_budget,  // peak tensor bytes above the scenario's budget
 };
 
 struct Expectation {

@@ -38,8 +38,9 @@ class DuplicateKeyGuard {
         const std::string key = parsed.get<std::string>();
         if (!frame.keys.insert(key).second) {
           throw ScenarioError(display_path_, frame.pointer + "/" + escape_pointer_token(key),
-                              "key \"" + key + "\" appears twice in the same object; "
-                              "JSON keeps only the last one, so remove one of them");
+                              "key \"" + key +
+                                  "\" appears twice in the same object; "
+                                  "JSON keeps only the last one, so remove one of them");
         }
         frame.current_key = key;
         break;
@@ -121,8 +122,8 @@ nlohmann::json read_json_file(const std::string& display_path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) {
-    throw ScenarioError(display_path, "", std::string("cannot read the file: ") +
-                                              std::strerror(errno));
+    throw ScenarioError(display_path, "",
+                        std::string("cannot read the file: ") + std::strerror(errno));
   }
   return parse_json_text(buffer.str(), display_path);
 }

@@ -90,8 +90,7 @@ void ObjectReader::fail(const std::string& key, const std::string& message) cons
   throw ScenarioError(file_, pointer_to(key), message);
 }
 
-void ObjectReader::fail_at(const std::string& relative_pointer,
-                           const std::string& message) const {
+void ObjectReader::fail_at(const std::string& relative_pointer, const std::string& message) const {
   throw ScenarioError(file_, pointer_ + relative_pointer, message);
 }
 
@@ -107,9 +106,7 @@ const nlohmann::json& ObjectReader::value_of(const std::string& key) {
   return *it;
 }
 
-const nlohmann::json& ObjectReader::required_value(const std::string& key) {
-  return value_of(key);
-}
+const nlohmann::json& ObjectReader::required_value(const std::string& key) { return value_of(key); }
 
 std::string ObjectReader::required_string(const std::string& key) {
   const nlohmann::json& value = value_of(key);
@@ -126,8 +123,7 @@ std::string ObjectReader::optional_string(const std::string& key,
 int64_t ObjectReader::required_int(const std::string& key, int64_t minimum) {
   const nlohmann::json& value = value_of(key);
   const std::string expected =
-      minimum == 1 ? "a positive integer"
-                   : "an integer >= " + std::to_string(minimum);
+      minimum == 1 ? "a positive integer" : "an integer >= " + std::to_string(minimum);
   if (!is_integer(value)) fail_expected(key, expected, value);
   if (value.is_number_unsigned() &&
       value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -138,14 +134,12 @@ int64_t ObjectReader::required_int(const std::string& key, int64_t minimum) {
   return number;
 }
 
-int64_t ObjectReader::optional_int(const std::string& key, int64_t default_value,
-                                   int64_t minimum) {
+int64_t ObjectReader::optional_int(const std::string& key, int64_t default_value, int64_t minimum) {
   note_known(key);
   return has(key) ? required_int(key, minimum) : default_value;
 }
 
-double ObjectReader::optional_number(const std::string& key, double default_value,
-                                     double minimum) {
+double ObjectReader::optional_number(const std::string& key, double default_value, double minimum) {
   note_known(key);
   if (!has(key)) return default_value;
   const nlohmann::json& value = value_of(key);

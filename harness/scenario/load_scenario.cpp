@@ -18,15 +18,14 @@ const std::regex& name_pattern() {
 
 // Reads {"name", "options", "seed"} against a zoo; `what` is "model" or "data generator".
 template <typename Options>
-ZooChoice<Options> read_zoo_choice(ObjectReader& section,
-                                   const std::vector<ZooEntry<Options>>& zoo,
+ZooChoice<Options> read_zoo_choice(ObjectReader& section, const std::vector<ZooEntry<Options>>& zoo,
                                    const std::string& what) {
   ZooChoice<Options> choice;
   choice.name = section.required_string("name");
   const ZooEntry<Options>* entry = find_in_zoo(zoo, choice.name);
   if (entry == nullptr) {
-    section.fail("name", "unknown " + what + " \"" + choice.name + "\"; available: " +
-                             names_in_zoo(zoo));
+    section.fail("name",
+                 "unknown " + what + " \"" + choice.name + "\"; available: " + names_in_zoo(zoo));
   }
   ObjectReader options = section.optional_object("options");
   choice.options = entry->read_options(options);
@@ -55,9 +54,10 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
     eval.sum_as_tensor = evaluation.optional_bool("sum_as_tensor", eval.sum_as_tensor);
     eval.backward = evaluation.optional_bool("backward", eval.backward);
     if (eval.backward && eval.no_grad) {
-      evaluation.fail("backward", "backward needs a graph: set \"no_grad\": false with "
-                                  "\"backward\": true (under no_grad there is nothing to "
-                                  "differentiate)");
+      evaluation.fail("backward",
+                      "backward needs a graph: set \"no_grad\": false with "
+                      "\"backward\": true (under no_grad there is nothing to "
+                      "differentiate)");
     }
     evaluation.reject_unknown_keys();
     spec.evaluation = eval;
@@ -94,8 +94,9 @@ ToleranceOverride read_tolerance(ObjectReader& tolerance) {
   spec.atol = tolerance.optional_number("atol", 0.0, 0.0);
   spec.reason = tolerance.required_string("reason");
   if (spec.reason.empty()) {
-    tolerance.fail("reason", "expected a sentence saying why the default tolerance is wrong "
-                             "here, found \"\"");
+    tolerance.fail("reason",
+                   "expected a sentence saying why the default tolerance is wrong "
+                   "here, found \"\"");
   }
   tolerance.reject_unknown_keys();
   return spec;
@@ -122,7 +123,7 @@ std::vector<Requirement> read_requirements(ObjectReader& root) {
     }
     if (!found) {
       root.fail_at("/requires/" + std::to_string(i),
-                "expected one of \"cuda\", \"mpi\", found \"" + spellings[i] + "\"");
+                   "expected one of \"cuda\", \"mpi\", found \"" + spellings[i] + "\"");
     }
   }
   return requirements;
@@ -138,9 +139,10 @@ Scenario load_scenario(const std::string& file) {
 
   scenario.name = root.required_string("name");
   if (!std::regex_match(scenario.name, name_pattern())) {
-    root.fail("name", "expected lowercase letters, digits, '.', '_' or '-' (it names the results "
-                      "file), starting with a letter or digit, at most 100 characters; found \"" +
-                          scenario.name + "\"");
+    root.fail("name",
+              "expected lowercase letters, digits, '.', '_' or '-' (it names the results "
+              "file), starting with a letter or digit, at most 100 characters; found \"" +
+                  scenario.name + "\"");
   }
   scenario.description = root.required_string("description");
   if (scenario.description.empty()) {
@@ -169,8 +171,7 @@ Scenario load_scenario(const std::string& file) {
                  "as {\"type\": \"AdamW\", \"params\": {\"lr\": 0.001}})");
   }
   scenario.world_size = root.optional_int("world_size", 1, 1);
-  scenario.device =
-      root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
+  scenario.device = root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
 
   scenario.dtype = root.optional_enum("dtype", EngineDtype::float32, engine_dtype_spellings());
 

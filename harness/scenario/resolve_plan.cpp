@@ -15,9 +15,9 @@ BatchResolution resolve_deepspeed_config(const DeepSpeedConfig& config, int64_t 
   if (std::holds_alternative<ConfigError>(batch)) return batch;
   // DeepSpeed checks the stage only when ZeRO is enabled, i.e. stage > 0.
   if (config.zero_stage > kMaxZeroStage) {
-    return ConfigError{ConfigErrorKind::zero_stage_unsupported,
-                       "DeepSpeedConfig: Maximum supported ZeRO stage is " +
-                           std::to_string(kMaxZeroStage)};
+    return ConfigError{
+        ConfigErrorKind::zero_stage_unsupported,
+        "DeepSpeedConfig: Maximum supported ZeRO stage is " + std::to_string(kMaxZeroStage)};
   }
   return batch;
 }

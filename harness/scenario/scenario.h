@@ -40,8 +40,8 @@ enum class LossScalingHabit {
   twice,   // the user divides by GAS and so does engine.backward
 };
 enum class SteppingHabit {
-  every_micro_step,            // engine.step() after every backward (correct)
-  once_per_window,             // engine.step() once after GAS backwards: boundary every GAS² micro-batches
+  every_micro_step,  // engine.step() after every backward (correct)
+  once_per_window,   // engine.step() once after GAS backwards: boundary every GAS² micro-batches
   optimizer_every_micro_step,  // optimizer.step() + zero_grad() directly after every backward
 };
 enum class TokenNormalisation {
@@ -63,11 +63,11 @@ enum class KeepHabit {
 
 // An evaluation pass the loop runs between optimizer steps, on held-out samples.
 struct EvaluationSpec {
-  int64_t every = 1;         // after every `every` optimizer steps
-  int64_t batches = 1;       // micro-batches per evaluation
-  bool no_grad = true;       // under torch.no_grad() (the fix) or building graphs
+  int64_t every = 1;           // after every `every` optimizer steps
+  int64_t batches = 1;         // micro-batches per evaluation
+  bool no_grad = true;         // under torch.no_grad() (the fix) or building graphs
   bool sum_as_tensor = false;  // eval_loss += loss (tensor) instead of += loss.item()
-  bool backward = false;     // calls eval_loss.backward(): gradients where none are needed
+  bool backward = false;       // calls eval_loss.backward(): gradients where none are needed
 };
 
 struct LoopSpec {
@@ -86,8 +86,8 @@ enum class EngineDtype { float32, float64 };
 
 // How memory is judged. Defaults make bounded scenarios pass and leaking ones fail with margin.
 struct MemorySpec {
-  int64_t warmup_steps = 5;      // boundaries discarded (allocator and cache warm-up)
-  int64_t window = 8;            // growth must show in every window of this many boundaries
+  int64_t warmup_steps = 5;        // boundaries discarded (allocator and cache warm-up)
+  int64_t window = 8;              // growth must show in every window of this many boundaries
   int64_t tensor_threshold = 256;  // bytes per step of live tensor memory that count as a leak
   int64_t host_threshold = 1024;   // bytes per step of host heap (outside tensors)
   std::optional<int64_t> budget_peak_bytes;  // peak live tensor bytes allowed

@@ -4,8 +4,9 @@
 namespace trainrepro {
 
 const EnumSpellings<DeviceChoice>& device_choice_spellings() {
-  static const EnumSpellings<DeviceChoice> spellings = {
-      {DeviceChoice::cpu, "cpu"}, {DeviceChoice::cuda, "cuda"}, {DeviceChoice::auto_detect, "auto"}};
+  static const EnumSpellings<DeviceChoice> spellings = {{DeviceChoice::cpu, "cpu"},
+                                                        {DeviceChoice::cuda, "cuda"},
+                                                        {DeviceChoice::auto_detect, "auto"}};
   return spellings;
 }
 
@@ -30,10 +31,9 @@ const EnumSpellings<ZeroGradHabit>& zero_grad_spellings() {
 }
 
 const EnumSpellings<LossScalingHabit>& loss_scaling_spellings() {
-  static const EnumSpellings<LossScalingHabit> spellings = {
-      {LossScalingHabit::engine, "engine"},
-      {LossScalingHabit::none, "none"},
-      {LossScalingHabit::twice, "twice"}};
+  static const EnumSpellings<LossScalingHabit> spellings = {{LossScalingHabit::engine, "engine"},
+                                                            {LossScalingHabit::none, "none"},
+                                                            {LossScalingHabit::twice, "twice"}};
   return spellings;
 }
 

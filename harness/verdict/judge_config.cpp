@@ -4,8 +4,8 @@ namespace trainrepro {
 namespace {
 
 std::string describe_config_error(const ConfigError& error) {
-  return "config error " + std::string(spelling_of(error.kind, config_error_spellings())) +
-         ": " + error.message;
+  return "config error " + std::string(spelling_of(error.kind, config_error_spellings())) + ": " +
+         error.message;
 }
 
 std::string describe_batch(const ResolvedBatch& batch) {
@@ -45,8 +45,8 @@ std::optional<Verdict> judge_config(const Scenario& scenario, const PlanResoluti
 
   if (expect.outcome == ExpectedOutcome::config_error) {
     verdict.outcome = Outcome::not_reproduced;
-    verdict.found = "the config resolves without error: " +
-                    describe_batch(std::get<Plan>(resolution).batch);
+    verdict.found =
+        "the config resolves without error: " + describe_batch(std::get<Plan>(resolution).batch);
     return verdict;
   }
   return std::nullopt;

@@ -19,8 +19,8 @@ std::string with_thousands(int64_t value) {
 std::string rate(double bytes_per_step) { return format_bytes(bytes_per_step) + "/step"; }
 
 // "; at this rate the 23 GiB of RAM run out at step ~3,100,000"
-std::string project_out_of_memory(MemoryJudgement& judgement, double bytes_per_step,
-                                  int64_t used, int64_t last_step, const char* device_memory) {
+std::string project_out_of_memory(MemoryJudgement& judgement, double bytes_per_step, int64_t used,
+                                  int64_t last_step, const char* device_memory) {
   if (bytes_per_step <= 0.0 || judgement.capacity_bytes <= 0) return "";
   const double steps_left = (judgement.capacity_bytes - used) / bytes_per_step;
   const int64_t step = last_step + static_cast<int64_t>(std::max(0.0, steps_left));
@@ -55,8 +55,8 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
     if (sample.point != SamplePoint::boundary) continue;
     ++judgement.boundaries;
     if (sample.optimizer_step <= spec.warmup_steps) continue;
-    tensor.push_back(static_cast<double>(cuda ? sample.cuda_allocated_bytes
-                                              : sample.cpu_tensor_bytes));
+    tensor.push_back(
+        static_cast<double>(cuda ? sample.cuda_allocated_bytes : sample.cpu_tensor_bytes));
     host.push_back(static_cast<double>(sample.host_heap_bytes - sample.cpu_tensor_bytes));
     reserved.push_back(static_cast<double>(sample.cuda_reserved_bytes));
     last_step = sample.optimizer_step;
@@ -95,13 +95,13 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   judgement.tensor = growth_trend(tensor, spec.window);
   judgement.host = growth_trend(host, spec.window);
   if (cuda) judgement.cuda_reserved = growth_trend(reserved, spec.window);
-  judgement.surviving = describe_surviving_allocations(trace.live_at_end, spec.warmup_steps + 1,
-                                                       last_step);
+  judgement.surviving =
+      describe_surviving_allocations(trace.live_at_end, spec.warmup_steps + 1, last_step);
 
   const bool tensor_leak = judgement.tensor.bytes_per_step > spec.tensor_threshold &&
                            judgement.tensor.grows_in_every_window;
-  const bool host_leak = judgement.host.bytes_per_step > spec.host_threshold &&
-                         judgement.host.grows_in_every_window;
+  const bool host_leak =
+      judgement.host.bytes_per_step > spec.host_threshold && judgement.host.grows_in_every_window;
   const std::string where = " over boundaries " + std::to_string(spec.warmup_steps + 1) + "…" +
                             std::to_string(last_step) + ", growing in every window of " +
                             std::to_string(spec.window);

@@ -28,9 +28,9 @@ std::string describe_worst(const std::vector<TensorComparison>& comparisons) {
   return worst->name + "[" + index + "]: " + format_number(worst->worst_actual) + " vs golden " +
          format_number(worst->worst_expected) + " (max abs error " +
          format_number(worst->max_abs_error) + ", max rel error " +
-         format_number(worst->max_rel_error) + ", " +
-         format_number(worst->tolerance_used * 100.0) + "% of tolerance, norm ratio " +
-         format_number(worst->norm_ratio) + ", cosine " + format_number(worst->cosine) + ")";
+         format_number(worst->max_rel_error) + ", " + format_number(worst->tolerance_used * 100.0) +
+         "% of tolerance, norm ratio " + format_number(worst->norm_ratio) + ", cosine " +
+         format_number(worst->cosine) + ")";
 }
 
 // Adam's update m/(sqrt(v)+eps) turns a gradient difference δ at an element whose gradient g
@@ -47,7 +47,8 @@ class AdamAllowance {
                 const std::vector<at::Tensor>& golden_gradients) {
     if (!applies()) return;
     if (allowance_.empty()) {
-      for (const at::Tensor& gradient : golden_gradients) allowance_.push_back(at::zeros_like(gradient));
+      for (const at::Tensor& gradient : golden_gradients)
+        allowance_.push_back(at::zeros_like(gradient));
     }
     for (size_t i = 0; i < golden_gradients.size(); ++i) {
       const at::Tensor difference = (run_gradients[i] - golden_gradients[i]).abs();
@@ -121,8 +122,8 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
   if (gradient_first) {
     const int64_t s = *judgement.first_gradient_mismatch;
     judgement.diagnosis = diagnose_gradient_mismatch(scenario, plan, trace, golden, s);
-    judgement.mismatch = "gradients differ from the golden at optimizer step " +
-                         std::to_string(s) + ": " + describe_worst(judgement.steps[s].gradients);
+    judgement.mismatch = "gradients differ from the golden at optimizer step " + std::to_string(s) +
+                         ": " + describe_worst(judgement.steps[s].gradients);
   } else if (judgement.first_parameter_mismatch) {
     const int64_t s = *judgement.first_parameter_mismatch;
     judgement.diagnosis = diagnose_parameter_mismatch(plan, s);
@@ -166,11 +167,11 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
   if (kinds.empty()) {
     verdict.found = "gradients and parameters match the golden at all " +
                     std::to_string(training.steps.size()) + " compared optimizer steps";
-    verdict.found += memory.judged ? "; memory bounded (tensors " +
-                                         format_bytes(memory.tensor.bytes_per_step) +
-                                         "/step, host heap " +
-                                         format_bytes(memory.host.bytes_per_step) + "/step)"
-                                   : "";
+    verdict.found += memory.judged
+                         ? "; memory bounded (tensors " +
+                               format_bytes(memory.tensor.bytes_per_step) + "/step, host heap " +
+                               format_bytes(memory.host.bytes_per_step) + "/step)"
+                         : "";
     if (!memory.notes.empty()) verdict.found += "; " + memory.notes;
     verdict.outcome = scenario.expect.outcome == ExpectedOutcome::pass ? Outcome::passed
                                                                        : Outcome::not_reproduced;

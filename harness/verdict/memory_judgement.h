@@ -3,8 +3,8 @@
 // out-of-memory step, the peak against a budget, and the evaluation's peak against no_grad.
 #pragma once
 #include <optional>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include "harness/memory/leak_analysis.h"
 #include "harness/scenario/expectation.h"

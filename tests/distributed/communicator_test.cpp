@@ -44,8 +44,8 @@ TEST_F(MpiCollectives, AllGatherConcatenatesInRankOrder) {
 }
 
 TEST_F(MpiCollectives, BroadcastCopiesTheRootsTensor) {
-  at::Tensor tensor = communicator_->rank() == 0 ? at::arange(4, at::kDouble)
-                                                 : at::zeros({4}, at::kDouble);
+  at::Tensor tensor =
+      communicator_->rank() == 0 ? at::arange(4, at::kDouble) : at::zeros({4}, at::kDouble);
   communicator_->broadcast(tensor, 0);
   EXPECT_TRUE(at::equal(tensor, at::arange(4, at::kDouble)));
 }

@@ -49,7 +49,7 @@ const auto kMbNotPositive = ConfigErrorKind::micro_batch_not_positive;
 const auto kGasNotPositive = ConfigErrorKind::gradient_accumulation_steps_not_positive;
 const auto kMissing = ConfigErrorKind::batch_size_missing;
 
-#define MISMATCH(text)                                                                        \
+#define MISMATCH(text)                                                                      \
   "Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * " \
   "gradient_acc_step * world_size " text
 

@@ -87,7 +87,9 @@ class ReferenceEngineTest : public ::testing::Test {
     plan_.optimizer.lr = 0.1;
     model_ = build_model(model_spec_, at::kDouble, at::kCPU);
   }
-  Batch micro_batch(int64_t m) { return SampleSource(data_).samples(2 * m, 2 * m + 2, at::kDouble, at::kCPU); }
+  Batch micro_batch(int64_t m) {
+    return SampleSource(data_).samples(2 * m, 2 * m + 2, at::kDouble, at::kCPU);
+  }
 
   ModelSpec model_spec_{"mlp", MlpOptions{{16, 8, 4}, Activation::relu}, 5};
   DataSpec data_{"classification", ClassificationData{16, 4}, 6};
@@ -113,7 +115,9 @@ TEST_F(ReferenceEngineTest, StepsTheOptimizerOnlyAtEveryGasthStepCall) {
 TEST_F(ReferenceEngineTest, AccumulatedGradientIsTheMeanOfMicroBatchGradients) {
   ReferenceEngine engine(model_, plan_);
   std::vector<at::Tensor> accumulated;
-  engine.on_optimizer_step = [&](const OptimizerStepEvent& event) { accumulated = *event.gradients; };
+  engine.on_optimizer_step = [&](const OptimizerStepEvent& event) {
+    accumulated = *event.gradients;
+  };
   for (int64_t m = 0; m < 4; ++m) {
     engine.backward(model_->loss_sum(micro_batch(m)) / 2.0);
     engine.step();

@@ -65,8 +65,9 @@ TEST(LeakDetection, PlantedKibPerStepLeakIsFoundWithin32Boundaries) {
   ASSERT_FALSE(judgement.diagnoses.empty());
   EXPECT_EQ(judgement.diagnoses.front(), DiagnosisKind::tensor_memory_leak);
   EXPECT_NEAR(judgement.tensor.bytes_per_step, 1024.0, 1.0);
-  EXPECT_NE(judgement.explanations.front().find("each step leaves 1 allocation alive (1 × 1.0 KiB)"),
-            std::string::npos)
+  EXPECT_NE(
+      judgement.explanations.front().find("each step leaves 1 allocation alive (1 × 1.0 KiB)"),
+      std::string::npos)
       << judgement.explanations.front();
   EXPECT_TRUE(judgement.out_of_memory_step.has_value());
 }

@@ -17,9 +17,7 @@ class ScenarioLoading : public ScenarioFileTest {
   }
 
   // Loads `scenario` and returns the error message, or "" when it loaded.
-  std::string error_of(const nlohmann::json& scenario) {
-    return error_of_text(scenario.dump(2));
-  }
+  std::string error_of(const nlohmann::json& scenario) { return error_of_text(scenario.dump(2)); }
   std::string error_of_text(const std::string& text) {
     write("scenario.json", text);
     try {
@@ -60,25 +58,26 @@ TEST_F(ScenarioLoading, MissingFileSaysSo) {
     load_scenario((directory_ / "absent.json").string());
     FAIL() << "expected an error";
   } catch (const ScenarioError& error) {
-    EXPECT_EQ(std::string(error.what()),
-              (directory_ / "absent.json").string() +
-                  ": cannot open the file: No such file or directory");
+    EXPECT_EQ(std::string(error.what()), (directory_ / "absent.json").string() +
+                                             ": cannot open the file: No such file or directory");
   }
 }
 
 TEST_F(ScenarioLoading, WrongTypeNamesPointerExpectedAndFound) {
   nlohmann::json scenario = valid_scenario();
   scenario["golden"]["train_batch_size"] = "32";
-  EXPECT_EQ(error_of(scenario), path_ + ":/golden/train_batch_size: expected a positive integer, "
-                                        "found the string \"32\"");
+  EXPECT_EQ(error_of(scenario), path_ +
+                                    ":/golden/train_batch_size: expected a positive integer, "
+                                    "found the string \"32\"");
 }
 
 TEST_F(ScenarioLoading, UnknownKeyIsRejectedWithSuggestion) {
   nlohmann::json scenario = valid_scenario();
   scenario["golden"]["stesp"] = 3;
   EXPECT_EQ(error_of(scenario),
-            path_ + ":/golden/stesp: unknown key \"stesp\" (did you mean \"steps\"?); known keys "
-                    "here: \"steps\", \"train_batch_size\"");
+            path_ +
+                ":/golden/stesp: unknown key \"stesp\" (did you mean \"steps\"?); known keys "
+                "here: \"steps\", \"train_batch_size\"");
 }
 
 TEST_F(ScenarioLoading, UnknownTopLevelKeyIsRejected) {
@@ -92,8 +91,9 @@ TEST_F(ScenarioLoading, UnknownTopLevelKeyIsRejected) {
 TEST_F(ScenarioLoading, UnknownModelNamesTheZoo) {
   nlohmann::json scenario = valid_scenario();
   scenario["model"]["name"] = "resnet";
-  EXPECT_EQ(error_of(scenario), path_ + ":/model/name: unknown model \"resnet\"; available: "
-                                        "\"mlp\", \"gpt\"");
+  EXPECT_EQ(error_of(scenario), path_ +
+                                    ":/model/name: unknown model \"resnet\"; available: "
+                                    "\"mlp\", \"gpt\"");
 }
 
 TEST_F(ScenarioLoading, UnknownModelOptionIsRejected) {
@@ -107,15 +107,17 @@ TEST_F(ScenarioLoading, UnknownModelOptionIsRejected) {
 TEST_F(ScenarioLoading, UnknownEnumValueNamesTheAllowedOnes) {
   nlohmann::json scenario = valid_scenario();
   scenario["device"] = "gpu";
-  EXPECT_EQ(error_of(scenario), path_ + ":/device: expected one of \"cpu\", \"cuda\", \"auto\", "
-                                        "found \"gpu\"");
+  EXPECT_EQ(error_of(scenario), path_ +
+                                    ":/device: expected one of \"cpu\", \"cuda\", \"auto\", "
+                                    "found \"gpu\"");
 }
 
 TEST_F(ScenarioLoading, ZeroGoldenBatchIsRejected) {
   nlohmann::json scenario = valid_scenario();
   scenario["golden"]["train_batch_size"] = 0;
-  EXPECT_EQ(error_of(scenario), path_ + ":/golden/train_batch_size: expected a positive integer, "
-                                        "found the number 0");
+  EXPECT_EQ(error_of(scenario), path_ +
+                                    ":/golden/train_batch_size: expected a positive integer, "
+                                    "found the number 0");
 }
 
 TEST_F(ScenarioLoading, NegativeWorldSizeIsRejected) {
@@ -128,8 +130,9 @@ TEST_F(ScenarioLoading, NegativeWorldSizeIsRejected) {
 TEST_F(ScenarioLoading, FractionalBatchInDeepSpeedConfigIsRejected) {
   nlohmann::json scenario = valid_scenario();
   scenario["deepspeed"]["train_batch_size"] = 32.5;
-  EXPECT_EQ(error_of(scenario), path_ + ":/deepspeed/train_batch_size: expected an integer or "
-                                        "null, found the number 32.5");
+  EXPECT_EQ(error_of(scenario), path_ +
+                                    ":/deepspeed/train_batch_size: expected an integer or "
+                                    "null, found the number 32.5");
 }
 
 TEST_F(ScenarioLoading, HuggingFaceAutoValueIsExplained) {
@@ -150,9 +153,10 @@ TEST_F(ScenarioLoading, NullBatchKeyReadsAsAbsentLikeDeepSpeed) {
 TEST_F(ScenarioLoading, DuplicateKeyIsRejected) {
   const std::string error = error_of_text(
       R"({"name": "a", "deepspeed": {"train_batch_size": 8, "train_batch_size": 16}})");
-  EXPECT_EQ(error, path_ + ":/deepspeed/train_batch_size: key \"train_batch_size\" appears twice "
-                           "in the same object; JSON keeps only the last one, so remove one of "
-                           "them");
+  EXPECT_EQ(error, path_ +
+                       ":/deepspeed/train_batch_size: key \"train_batch_size\" appears twice "
+                       "in the same object; JSON keeps only the last one, so remove one of "
+                       "them");
 }
 
 TEST_F(ScenarioLoading, MissingRequiredSectionIsNamed) {
@@ -172,23 +176,26 @@ TEST_F(ScenarioLoading, MissingOptimizerExplainsWhyItIsNeeded) {
 TEST_F(ScenarioLoading, UnimplementedOptimizerIsRejected) {
   nlohmann::json scenario = valid_scenario();
   scenario["deepspeed"]["optimizer"]["type"] = "Lamb";
-  EXPECT_EQ(error_of(scenario), path_ + ":/deepspeed/optimizer/type: optimizer \"Lamb\" is not "
-                                        "implemented by the reference engine (implemented: "
-                                        "\"Adam\", \"AdamW\", \"SGD\")");
+  EXPECT_EQ(error_of(scenario), path_ +
+                                    ":/deepspeed/optimizer/type: optimizer \"Lamb\" is not "
+                                    "implemented by the reference engine (implemented: "
+                                    "\"Adam\", \"AdamW\", \"SGD\")");
 }
 
 TEST_F(ScenarioLoading, ModelThatDoesNotFitTheDataIsRejected) {
   nlohmann::json scenario = valid_scenario();
   scenario["model"]["options"]["dims"] = {12, 64, 4};
-  EXPECT_EQ(error_of(scenario), path_ + ":/model/options/dims: the first dimension (12) must "
-                                        "equal the data's features (16)");
+  EXPECT_EQ(error_of(scenario), path_ +
+                                    ":/model/options/dims: the first dimension (12) must "
+                                    "equal the data's features (16)");
 }
 
 TEST_F(ScenarioLoading, WrongElementInListIsLocated) {
   nlohmann::json scenario = valid_scenario();
   scenario["model"]["options"]["dims"] = {16, "64", 4};
-  EXPECT_EQ(error_of(scenario), path_ + ":/model/options/dims/1: expected an integer >= 1, "
-                                        "found the string \"64\"");
+  EXPECT_EQ(error_of(scenario), path_ +
+                                    ":/model/options/dims/1: expected an integer >= 1, "
+                                    "found the string \"64\"");
 }
 
 TEST_F(ScenarioLoading, NameThatCannotNameAFileIsRejected) {
