@@ -15,6 +15,14 @@ constexpr const char* kExitCodes =
     "  2  bad scenario, bad config or bad usage\n"
     "  3  infrastructure failure (crash, timeout, missing GPU for --device cuda)\n";
 
+// --device as the scenario format spells it; empty (not given) means no override.
+std::optional<trainrepro::DeviceChoice> device_choice_from(const std::string& spelling) {
+  for (const auto& [choice, name] : trainrepro::device_choice_spellings()) {
+    if (spelling == name) return choice;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,8 +105,7 @@ int main(int argc, char** argv) {
   try {
     if (resolve->parsed()) return run_config_resolve(resolve_args);
     if (rank_run->parsed()) {
-      if (rank_device == "cpu") rank_args.device = DeviceChoice::cpu;
-      if (rank_device == "cuda") rank_args.device = DeviceChoice::cuda;
+      rank_args.device = device_choice_from(rank_device);
       return run_rank(rank_args);
     }
     if (golden->parsed()) {
@@ -109,9 +116,7 @@ int main(int argc, char** argv) {
       return run_golden(golden_args);
     }
     if (run->parsed()) {
-      if (device == "cpu") run_args.device = DeviceChoice::cpu;
-      if (device == "cuda") run_args.device = DeviceChoice::cuda;
-      if (device == "auto") run_args.device = DeviceChoice::auto_detect;
+      run_args.device = device_choice_from(device);
       return run_scenarios(run_args);
     }
   } catch (const std::exception& error) {

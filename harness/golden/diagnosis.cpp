@@ -79,9 +79,6 @@ class ReferenceGradients {
     return gradients;
   }
 
-  int64_t items(int64_t begin, int64_t end) {
-    return source_.samples(begin, end, at::kDouble, at::kCPU).items;
-  }
 
  private:
   std::shared_ptr<ZooModel> model_;

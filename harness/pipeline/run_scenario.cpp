@@ -36,6 +36,13 @@ Verdict error_verdict(ErrorSource source, std::string found) {
   return verdict;
 }
 
+Verdict skipped_verdict(std::string why) {
+  Verdict verdict;
+  verdict.outcome = Outcome::skipped;
+  verdict.found = std::move(why);
+  return verdict;
+}
+
 bool requires_(const Scenario& scenario, Requirement wanted) {
   for (Requirement requirement : scenario.requires_) {
     if (requirement == wanted) return true;
@@ -65,22 +72,15 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
       return error_verdict(ErrorSource::infrastructure,
                            "--device cuda was given but LibTorch finds no usable CUDA GPU");
     }
-    Verdict skipped;
-    skipped.outcome = Outcome::skipped;
-    skipped.found = "skipped: the scenario runs on CUDA and this machine has no usable GPU";
-    return skipped;
+    return skipped_verdict("skipped: the scenario runs on CUDA and this machine has no usable GPU");
   }
   if ((requires_(scenario, Requirement::mpi) || scenario.world_size > 1) && !mpi_available()) {
-    Verdict skipped;
-    skipped.outcome = Outcome::skipped;
-    skipped.found = "skipped: the scenario runs on several ranks and mpirun is not on the PATH";
-    return skipped;
+    return skipped_verdict(
+        "skipped: the scenario runs on several ranks and mpirun is not on the PATH");
   }
   if (requires_(scenario, Requirement::cuda) && !options.cuda_available) {
-    Verdict skipped;
-    skipped.outcome = Outcome::skipped;
-    skipped.found = "skipped: the scenario requires CUDA and this machine has no usable GPU";
-    return skipped;
+    return skipped_verdict(
+        "skipped: the scenario requires CUDA and this machine has no usable GPU");
   }
   const bool use_cuda = choice == DeviceChoice::cuda ||
                         (choice == DeviceChoice::auto_detect && options.cuda_available);

@@ -55,10 +55,6 @@ nlohmann::json comparison_to_json(const TensorComparison& c) {
           {"cosine", c.cosine}};
 }
 
-nlohmann::json optional_step(const std::optional<int64_t>& step) {
-  return step ? nlohmann::json(*step) : nlohmann::json(nullptr);
-}
-
 nlohmann::json training_to_json(const TrainingJudgement& training) {
   nlohmann::json steps = nlohmann::json::array();
   for (const StepJudgement& step : training.steps) {
@@ -95,8 +91,8 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
            {{"rtol", training.gradient_tolerance.rtol},
             {"atol", training.gradient_tolerance.atol},
             {"reason", training.tolerance_reason}}},
-          {"first_gradient_mismatch", optional_step(training.first_gradient_mismatch)},
-          {"first_parameter_mismatch", optional_step(training.first_parameter_mismatch)},
+          {"first_gradient_mismatch", optional_to_json(training.first_gradient_mismatch)},
+          {"first_parameter_mismatch", optional_to_json(training.first_parameter_mismatch)},
           {"diagnosis", diagnosis},
           {"counters",
            {{"micro_steps", training.counters.micro_steps},
@@ -140,9 +136,6 @@ nlohmann::json memory_to_json(const MemoryJudgement& memory,
                      {"cuda_alloc_retries", s.cuda_alloc_retries},
                      {"cuda_ooms", s.cuda_ooms}});
   }
-  auto optional_int = [](const std::optional<int64_t>& v) {
-    return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-  };
   return {{"judged", memory.judged},
           {"not_judged_reason", memory.not_judged_reason},
           {"boundaries", memory.boundaries},
@@ -157,9 +150,9 @@ nlohmann::json memory_to_json(const MemoryJudgement& memory,
           {"explanations", memory.explanations},
           {"surviving", memory.surviving},
           {"peak_tensor_bytes", memory.peak_tensor_bytes},
-          {"budget_peak_bytes", optional_int(memory.budget_peak_bytes)},
+          {"budget_peak_bytes", optional_to_json(memory.budget_peak_bytes)},
           {"capacity_bytes", memory.capacity_bytes},
-          {"out_of_memory_step", optional_int(memory.out_of_memory_step)},
+          {"out_of_memory_step", optional_to_json(memory.out_of_memory_step)},
           {"evaluation_peak_bytes", memory.evaluation_peak_bytes},
           {"evaluation_peak_bytes_no_grad", memory.evaluation_peak_bytes_no_grad},
           {"notes", memory.notes},
