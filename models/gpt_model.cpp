@@ -88,9 +88,16 @@ at::Tensor GptModel::forward(const at::Tensor& inputs) {
   // query keeps at least key 0, so no softmax row is all -inf.
   const at::Tensor causal = at::ones({s, s}, inputs.options().dtype(at::kBool)).tril();
   const at::Tensor allowed = causal.logical_and(inputs.ne(0).view({n, 1, 1, s}));
-  at::Tensor x = token_embedding_(inputs) + position_embedding_->weight.narrow(0, 0, s);
-  for (const auto& block : *blocks_) x = block->as<GptBlockImpl>()->forward(x, allowed);
-  return head_(ln_f_(x));
+  // Each layer or block is one unit for ZeRO stage 3's gather and release.
+  at::Tensor x =
+      run_unit(*token_embedding_, [&] { return token_embedding_(inputs); }) +
+      run_unit(*position_embedding_, [&] { return position_embedding_->weight.narrow(0, 0, s); });
+  for (const auto& block : *blocks_) {
+    auto* gpt_block = block->as<GptBlockImpl>();
+    x = run_unit(*gpt_block, [&] { return gpt_block->forward(x, allowed); });
+  }
+  x = run_unit(*ln_f_, [&] { return ln_f_(x); });
+  return run_unit(*head_, [&] { return head_(x); });
 }
 
 at::Tensor GptModel::loss_sum_of(const at::Tensor& outputs, const Batch& batch) {

@@ -36,7 +36,8 @@ MlpModel::MlpModel(const MlpOptions& options) : activation_(options.activation) 
 at::Tensor MlpModel::forward(const at::Tensor& inputs) {
   at::Tensor x = inputs;
   for (size_t i = 0; i < layers_->size(); ++i) {
-    x = layers_->at<torch::nn::LinearImpl>(i).forward(x);
+    auto& layer = layers_->at<torch::nn::LinearImpl>(i);
+    x = run_unit(layer, [&] { return layer.forward(x); });
     if (i + 1 < layers_->size()) x = activate(x, activation_);
   }
   return x;

@@ -14,8 +14,22 @@
 
 namespace trainrepro {
 
+// Where a ZeRO stage 3 engine hooks in: every model runs each of its units (a layer, a block)
+// through run_unit(), so parameters can be gathered before the unit's forward and released after
+// it, as DeepSpeed's module hooks do. Without a gate, run_unit() just runs the forward.
+class ParameterGate {
+ public:
+  virtual ~ParameterGate() = default;
+  virtual void before_forward(torch::nn::Module& unit) = 0;
+  // `output` is the unit's result; a gate may hook its gradient to gather again for backward.
+  virtual void after_forward(torch::nn::Module& unit, const at::Tensor& output) = 0;
+};
+
 class ZooModel : public torch::nn::Module {
  public:
+  // The gate outlives the model's use of it; null removes it.
+  void set_parameter_gate(ParameterGate* gate) { gate_ = gate; }
+
   // The model's outputs for a batch (logits or predictions), with autograd history. Kept apart
   // from the loss because keeping outputs across steps is one of the habits that leak memory.
   virtual at::Tensor outputs(const Batch& batch) = 0;
@@ -26,6 +40,19 @@ class ZooModel : public torch::nn::Module {
   virtual at::Tensor loss_sum_of(const at::Tensor& outputs, const Batch& batch) = 0;
 
   at::Tensor loss_sum(const Batch& batch) { return loss_sum_of(outputs(batch), batch); }
+
+ protected:
+  template <typename Forward>
+  at::Tensor run_unit(torch::nn::Module& unit, Forward&& forward) {
+    if (gate_ == nullptr) return forward();
+    gate_->before_forward(unit);
+    at::Tensor output = forward();
+    gate_->after_forward(unit, output);
+    return output;
+  }
+
+ private:
+  ParameterGate* gate_ = nullptr;
 };
 
 // Builds the model named by `spec` (see models/README.md) with its parameters in `dtype` on

@@ -8,6 +8,14 @@
 namespace trainrepro {
 
 void Optimizer::step(const std::vector<at::Tensor>& parameters) {
+  std::vector<at::Tensor> gradients;
+  gradients.reserve(parameters.size());
+  for (const at::Tensor& parameter : parameters) gradients.push_back(parameter.grad());
+  step(parameters, gradients);
+}
+
+void Optimizer::step(const std::vector<at::Tensor>& parameters,
+                     const std::vector<at::Tensor>& gradients) {
   c10::NoGradGuard no_grad;
   if (first_moment_.size() != parameters.size()) {
     first_moment_.assign(parameters.size(), at::Tensor());
@@ -16,7 +24,7 @@ void Optimizer::step(const std::vector<at::Tensor>& parameters) {
   ++steps_taken_;
   for (size_t i = 0; i < parameters.size(); ++i) {
     at::Tensor parameter = parameters[i];
-    const at::Tensor gradient = parameter.grad();
+    const at::Tensor& gradient = gradients[i];
     if (!gradient.defined()) continue;
     if (config_.kind == OptimizerKind::sgd) {
       sgd_update(parameter, gradient, i);

@@ -19,6 +19,9 @@ class Optimizer {
   // One update of every parameter from its .grad(); parameters without a gradient are skipped,
   // as torch.optim does. Runs without autograd recording.
   void step(const std::vector<at::Tensor>& parameters);
+  // The same update with the gradients given beside the parameters (ZeRO shards have no
+  // .grad of their own); an undefined gradient skips its parameter.
+  void step(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients);
 
   int64_t steps_taken() const { return steps_taken_; }
   // Bytes of optimizer state held (momentum and variance buffers), for memory accounting.

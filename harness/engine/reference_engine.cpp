@@ -1,9 +1,12 @@
 #include "harness/engine/reference_engine.h"
 
+#include <cmath>
+
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
 #include "harness/engine/gradient_clipping.h"
+#include "harness/engine/rank_collectives.h"
 
 namespace trainrepro {
 
@@ -17,32 +20,19 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
     parameter_names_.push_back(item.key());
     parameters_.push_back(item.value());
   }
+  strategy_ = make_zero_strategy(plan.zero_stage, *model_, parameters_, communicator_);
 }
 
 void ReferenceEngine::backward(const at::Tensor& loss) {
   (loss / static_cast<double>(plan_.batch.gradient_accumulation_steps)).backward();
   ++backwards_;
-  // DeepSpeed reduces gradients inside backward() on the boundary micro-step.
-  if (is_gradient_accumulation_boundary()) average_gradients_across_ranks();
-}
-
-void ReferenceEngine::average_gradients_across_ranks() {
-  if (communicator_ == nullptr || communicator_->world_size() == 1) return;
-  c10::NoGradGuard no_grad;
-  // One flat buffer, one collective: as DeepSpeed buckets its all-reduce.
-  std::vector<at::Tensor> gradients;
-  for (at::Tensor& parameter : parameters_) {
-    if (!parameter.grad().defined()) parameter.mutable_grad() = at::zeros_like(parameter);
-    gradients.push_back(parameter.grad().reshape({-1}));
-  }
-  at::Tensor flat = at::cat(gradients);
-  communicator_->all_reduce_sum(flat);
-  flat.div_(static_cast<double>(communicator_->world_size()));
-  int64_t offset = 0;
-  for (at::Tensor& parameter : parameters_) {
-    const int64_t count = parameter.numel();
-    parameter.mutable_grad().copy_(flat.narrow(0, offset, count).view_as(parameter));
-    offset += count;
+  // DeepSpeed reduces gradients inside backward(): at the boundary micro-step (stages 0-1) or
+  // after every micro-step (stages 2-3).
+  const bool boundary = is_gradient_accumulation_boundary();
+  strategy_->after_backward(boundary);
+  if (boundary) {
+    held_at_boundary_ = strategy_->held_bytes();
+    held_at_boundary_.optimizer_states = optimizer_.state_bytes();
   }
 }
 
@@ -64,43 +54,59 @@ void ReferenceEngine::optimizer_step_bypassing_engine() {
   ++counters_.bypass_steps;
 }
 
-void ReferenceEngine::zero_grad() {
-  // Gradients are set to None, as torch's zero_grad(set_to_none=True) and DeepSpeed do.
-  for (at::Tensor& parameter : parameters_) {
-    if (parameter.grad().defined()) parameter.mutable_grad().reset();
+void ReferenceEngine::zero_grad() { strategy_->zero_grad(); }
+
+template <typename Gather>
+auto ReferenceEngine::outside_engine_traffic(Gather&& gather) {
+  const int64_t before = communicator_ ? communicator_->bytes_sent() : 0;
+  auto result = gather();
+  if (communicator_) observation_bytes_ += communicator_->bytes_sent() - before;
+  return result;
+}
+
+std::vector<at::Tensor> ReferenceEngine::gather_full_parameters() {
+  return outside_engine_traffic([&] { return strategy_->full_parameters(); });
+}
+
+int64_t ReferenceEngine::engine_bytes_sent() const {
+  return communicator_ ? communicator_->bytes_sent() - observation_bytes_ : 0;
+}
+
+double ReferenceEngine::gradient_norm() {
+  double squared = sum_of_squares(strategy_->owned_gradients());
+  if (strategy_->gradients_partitioned()) {
+    squared = sum_across_ranks(communicator_, squared, parameters_.front().device());
   }
+  return std::sqrt(squared);
 }
 
 void ReferenceEngine::take_optimizer_step(bool through_engine) {
-  // The observer sees the gradients as accumulated, before clipping changes them; copying costs
-  // time, so only when someone is watching.
-  std::vector<at::Tensor> gradients;
-  if (on_optimizer_step) {
-    gradients.reserve(parameters_.size());
-    for (const at::Tensor& parameter : parameters_) {
-      const at::Tensor gradient = parameter.grad();
-      gradients.push_back(gradient.defined() ? gradient.detach().clone()
-                                             : at::zeros_like(parameter));
-    }
+  const int64_t steps_so_far = counters_.global_steps + counters_.bypass_steps;
+  const bool observed = on_optimizer_step && steps_so_far < observed_steps;
+  OptimizerStepEvent event;
+  // The observer sees the gradients as accumulated, before clipping changes them; gathering
+  // and copying cost time, so only for the observed steps.
+  if (observed) {
+    event.gradients = outside_engine_traffic([&] { return strategy_->full_gradients(); });
   }
   // The user's own optimizer.step() does not clip; only the engine's boundary does. The norm
   // costs a pass over every gradient, so it is computed only when clipping or observed.
-  double norm = 0.0;
   if (through_engine && plan_.gradient_clipping > 0.0) {
-    norm = clip_gradients_by_global_norm(parameters_, plan_.gradient_clipping);
+    event.gradient_norm = gradient_norm();
+    clip_to_norm(strategy_->owned_gradients(), event.gradient_norm, plan_.gradient_clipping);
   } else if (on_optimizer_step) {
-    norm = global_gradient_norm(parameters_);
+    event.gradient_norm = outside_engine_traffic([&] { return gradient_norm(); });
   }
-  optimizer_.step(parameters_);
-  if (on_optimizer_step) {
-    OptimizerStepEvent event;
-    event.micro_step = backwards_;
-    event.gradients = &gradients;
-    event.parameters = &parameters_;
-    event.gradient_norm = norm;
-    event.through_engine = through_engine;
-    on_optimizer_step(event);
-  }
+  optimizer_.step(strategy_->owned_parameters(), strategy_->owned_gradients());
+  strategy_->after_update();
+  event.bytes_sent = engine_bytes_sent() - bytes_at_last_step_;
+  bytes_at_last_step_ = engine_bytes_sent();
+  if (!on_optimizer_step) return;
+  if (observed) event.parameters = gather_full_parameters();
+  event.micro_step = backwards_;
+  event.through_engine = through_engine;
+  event.model_states = held_at_boundary_;
+  on_optimizer_step(event);
 }
 
 }  // namespace trainrepro

@@ -1,8 +1,10 @@
 // The reference engine: DeepSpeed's training-step semantics on real LibTorch autograd.
 // backward(loss) scales by 1/GAS; step() is called after every backward and acts only at the
 // accumulation boundary (every GAS-th call): clip by global norm, optimizer step, zero grads.
-// Single rank for now; the same code runs on CPU and CUDA.
+// Across ranks, a ZeroStrategy (zero_strategy.h) holds the model states as the plan's ZeRO stage
+// says; the same code runs on CPU and CUDA.
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -12,7 +14,9 @@
 #include <ATen/Tensor.h>
 
 #include "harness/distributed/communicator.h"
+#include "harness/engine/model_states.h"
 #include "harness/engine/optimizer.h"
+#include "harness/engine/zero_strategy.h"
 #include "harness/scenario/plan.h"
 #include "models/zoo_model.h"
 
@@ -27,21 +31,26 @@ struct EngineCounters {
 
 // What one optimizer step used and produced, whoever triggered it.
 struct OptimizerStepEvent {
-  int64_t micro_step = 0;                    // micro-steps (backwards) seen when it happened
-  const std::vector<at::Tensor>* gradients;  // as accumulated, before clipping
-  const std::vector<at::Tensor>* parameters;
+  int64_t micro_step = 0;  // micro-steps (backwards) seen when it happened
+  // The whole model, for the first `observed_steps` optimizer steps only (empty after): the
+  // gradients as accumulated and averaged, before clipping; the parameters after the step.
+  std::vector<at::Tensor> gradients;
+  std::vector<at::Tensor> parameters;
   double gradient_norm = 0.0;  // before clipping
   bool through_engine = true;
+  ModelStateBytes model_states;  // held by this rank at the last boundary, measured
+  int64_t bytes_sent = 0;        // by this rank's engine since the previous optimizer step
 };
 
 class ReferenceEngine {
  public:
-  // `communicator` (may be null for one rank) averages gradients across data-parallel ranks.
+  // `communicator` (may be null for one rank) joins the data-parallel ranks.
   ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& plan,
                   Communicator* communicator = nullptr);
 
-  // DeepSpeed's engine.backward: the loss is divided by gradient_accumulation_steps, and at the
-  // accumulation boundary the gradients are averaged across ranks (ZeRO stage 0).
+  // DeepSpeed's engine.backward: the loss is divided by gradient_accumulation_steps, then the
+  // gradients are reduced across ranks where the ZeRO stage says (at the boundary at stages 0
+  // and 1, after every micro-step at 2 and 3).
   void backward(const at::Tensor& loss);
   // DeepSpeed's engine.step: acts at the boundary, then counts the micro-step.
   void step();
@@ -53,8 +62,23 @@ class ReferenceEngine {
 
   const EngineCounters& counters() const { return counters_; }
   const std::vector<std::string>& parameter_names() const { return parameter_names_; }
+  // The model's parameter tensors (released between units at ZeRO stage 3).
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
   ZooModel& model() { return *model_; }
+  int64_t zero_stage() const { return plan_.zero_stage; }
+  // The element count the ZeRO stage partitions, after padding.
+  int64_t padded_numel() const { return strategy_->padded_numel(); }
+
+  // The whole current parameters, gathered where partitioned (a collective: every rank calls
+  // it). Traffic for it is not counted as the engine's. At stage 3 these are fresh tensors:
+  // whoever keeps them keeps the unpartitioned model alive.
+  std::vector<at::Tensor> gather_full_parameters();
+  // Bytes this rank's engine has sent, without the gathers made for observation.
+  int64_t engine_bytes_sent() const;
+
+  // Optimizer steps for which events carry the whole gradients and parameters (gathering them
+  // costs a collective at ZeRO stages 1-3). Must be the same on every rank.
+  int64_t observed_steps = INT64_MAX;
 
   // Called after every optimizer step, before gradients are zeroed. The tensors it sees are
   // live; copy what you keep.
@@ -62,7 +86,10 @@ class ReferenceEngine {
 
  private:
   void take_optimizer_step(bool through_engine);
-  void average_gradients_across_ranks();
+  double gradient_norm();
+  // Runs `gather` without counting its traffic as the engine's.
+  template <typename Gather>
+  auto outside_engine_traffic(Gather&& gather);
 
   std::shared_ptr<ZooModel> model_;
   Plan plan_;
@@ -70,8 +97,12 @@ class ReferenceEngine {
   Communicator* communicator_;
   std::vector<std::string> parameter_names_;
   std::vector<at::Tensor> parameters_;
+  std::unique_ptr<ZeroStrategy> strategy_;  // after model_: it may hold a gate on the model
   EngineCounters counters_;
   int64_t backwards_ = 0;
+  ModelStateBytes held_at_boundary_;
+  int64_t observation_bytes_ = 0;
+  int64_t bytes_at_last_step_ = 0;
 };
 
 }  // namespace trainrepro

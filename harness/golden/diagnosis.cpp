@@ -79,7 +79,6 @@ class ReferenceGradients {
     return gradients;
   }
 
-
  private:
   std::shared_ptr<ZooModel> model_;
   SampleSource source_;
@@ -161,7 +160,10 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
     case DiagnosisKind::tensor_memory_leak:
     case DiagnosisKind::host_memory_leak:
     case DiagnosisKind::memory_over_budget:
-      return "";  // judged from memory, never from gradients
+    case DiagnosisKind::gathered_parameters_kept:
+    case DiagnosisKind::model_states_differ_from_zero:
+    case DiagnosisKind::traffic_differs_from_zero:
+      return "";  // judged from memory and traffic, never from gradients
     case DiagnosisKind::per_micro_batch_token_normalisation:
       return "gradients equal the average of per-micro-batch token means: each micro-batch's "
              "loss is divided by its own token count, which weighs tokens unequally when "

@@ -26,6 +26,11 @@ struct OptimizerStepRecord {
   bool through_engine = true;
   std::vector<at::Tensor> gradients;   // accumulated, before clipping; float64 CPU
   std::vector<at::Tensor> parameters;  // after the step; float64 CPU
+  ModelStateBytes model_states;        // this rank's, at the boundary before the step
+  int64_t bytes_sent = 0;              // by this rank's engine since the previous step
+  // Bytes of the harness's own copies (initial parameters, recorded gradients and parameters)
+  // alive on the run's device after this step: not the user's, not the engine's.
+  int64_t harness_tensor_bytes = 0;
 };
 
 struct CudaSnapshot {
@@ -35,6 +40,8 @@ struct CudaSnapshot {
 
 struct Trace {
   std::vector<std::string> parameter_names;
+  int64_t parameter_numel = 0;    // Ψ
+  int64_t partitioned_numel = 0;  // Ψ after the ZeRO stage's padding to the world size
   std::vector<at::Tensor> initial_parameters;  // float64 CPU
   std::vector<MicroStepRecord> micro_steps;
   // Every optimizer step; gradients and parameters only for the first `recorded_steps` (the

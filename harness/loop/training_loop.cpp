@@ -75,8 +75,25 @@ struct KeptAcrossSteps {
       case KeepHabit::outputs_on_cpu:
         tensors.push_back(outputs.detach().to(at::kCPU));
         break;
+      case KeepHabit::gathered_parameters:
+      case KeepHabit::gathered_parameter_norms:
+        break;  // once per optimizer step: keep_after_step
     }
   }
+
+  // After an optimizer step: the habits that gather the whole model (a collective, so every
+  // rank does it). The gathered tensors replace the previous step's.
+  void keep_after_step(KeepHabit habit, ReferenceEngine& engine) {
+    if (habit == KeepHabit::gathered_parameters) {
+      gathered = engine.gather_full_parameters();
+    } else if (habit == KeepHabit::gathered_parameter_norms) {
+      for (const at::Tensor& parameter : engine.gather_full_parameters()) {
+        values.push_back(parameter.norm().item<double>());
+      }
+    }
+  }
+
+  std::vector<at::Tensor> gathered;
 };
 
 // The user's evaluation pass. Its running loss lives as long as the loop, like a Python
@@ -179,10 +196,22 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
   KeptAcrossSteps kept;
 
   Trace trace;
+  engine.observed_steps = recorded_steps;
   trace.parameter_names = engine.parameter_names();
-  trace.initial_parameters = float64_cpu_copies(engine.parameters());
+  trace.initial_parameters = float64_cpu_copies(engine.gather_full_parameters());
+  for (const at::Tensor& parameter : trace.initial_parameters) {
+    trace.parameter_numel += parameter.numel();
+  }
+  trace.partitioned_numel = engine.padded_numel();
   trace.micro_steps.reserve(static_cast<size_t>(micro_step_limit));
   trace.steps.reserve(static_cast<size_t>(loop.steps));
+
+  // The copies above and below are tensors too; on CPU the allocator counts them.
+  int64_t harness_bytes = 0;
+  const auto count_harness_bytes = [&](const std::vector<at::Tensor>& copies) {
+    if (plan.device == Device::cpu) harness_bytes += storage_bytes(copies);
+  };
+  count_harness_bytes(trace.initial_parameters);
 
   double window_loss_sum = 0.0;
   int64_t window_items_seen = 0;
@@ -192,10 +221,13 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     record.loss = window_items_seen > 0 ? window_loss_sum / window_items_seen : 0.0;
     record.gradient_norm = event.gradient_norm;
     record.through_engine = event.through_engine;
-    if (static_cast<int64_t>(trace.steps.size()) < recorded_steps) {
-      record.gradients = float64_cpu_copies(*event.gradients);
-      record.parameters = float64_cpu_copies(*event.parameters);
-    }
+    record.model_states = event.model_states;
+    record.bytes_sent = event.bytes_sent;
+    record.gradients = float64_cpu_copies(event.gradients);
+    record.parameters = float64_cpu_copies(event.parameters);
+    count_harness_bytes(record.gradients);
+    count_harness_bytes(record.parameters);
+    record.harness_tensor_bytes = harness_bytes;
     trace.steps.push_back(std::move(record));
     window_loss_sum = 0.0;
     window_items_seen = 0;
@@ -265,6 +297,7 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     // An optimizer step happened: sample the boundary, stamp later allocations with the new
     // step, then the user's evaluation if one is due.
     CountingCpuAllocator::set_current_step(steps_done);
+    kept.keep_after_step(loop.keep, engine);
     probe.sample(SamplePoint::boundary, m, steps_done);
     if (options.communicator) inject_faults_after_step(rank, steps_done);
     if (plan.device == Device::cuda && (steps_done == loop.steps / 2 || steps_done == loop.steps)) {

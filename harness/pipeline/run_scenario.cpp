@@ -89,10 +89,19 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
 
 // What this engine cannot run yet, said plainly rather than run approximately.
 std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const Plan& plan) {
-  if (plan.batch.world_size > 1 && plan.zero_stage > 0) {
-    return scenario.file + ":/deepspeed/zero_optimization/stage: ZeRO stage " +
-           std::to_string(plan.zero_stage) + " across " + std::to_string(plan.batch.world_size) +
-           " ranks is not implemented by the reference engine yet (stage 0, data parallel, is)";
+  // At ZeRO stages 1-3 gradients and optimizer state live in the engine's partitions, so a
+  // loop that works on .grad or the optimizer behind the engine's back has no single meaning.
+  const LoopSpec& loop = scenario.loop;
+  const char* around_engine = nullptr;
+  if (loop.loss_scaling == LossScalingHabit::none) around_engine = "/loop/loss_scaling";
+  if (loop.zero_grad != ZeroGradHabit::at_boundary) around_engine = "/loop/zero_grad";
+  if (loop.stepping == SteppingHabit::optimizer_every_micro_step) around_engine = "/loop/stepping";
+  if (loop.evaluation && loop.evaluation->backward) around_engine = "/loop/evaluation/backward";
+  if (plan.zero_stage > 0 && around_engine != nullptr) {
+    return scenario.file + ":" + around_engine +
+           ": this loop habit works on gradients or the optimizer around the engine, which the "
+           "reference engine supports at ZeRO stage 0 only (this scenario uses stage " +
+           std::to_string(plan.zero_stage) + ")";
   }
   if (plan.precision != Precision::fp32) {
     return scenario.file + ":/deepspeed/" + precision_name(plan.precision) +
@@ -206,9 +215,11 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
   stage_start = Clock::now();
   TrainingJudgement training;
   MemoryJudgement memory;
-  result.verdict = judge_run(scenario, plan, trace, golden, training, memory);
+  ZeroJudgement zero;
+  result.verdict = judge_run(scenario, plan, trace, golden, training, memory, zero);
   result.training = std::move(training);
   result.memory = std::move(memory);
+  if (zero.judged) result.zero = std::move(zero);
   result.memory_samples = std::move(trace.memory);
   result.cuda_snapshots = std::move(trace.cuda_snapshots);
   result.judging_seconds = seconds_since(stage_start);

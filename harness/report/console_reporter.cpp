@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <map>
 
+#include "harness/memory/leak_analysis.h"
+#include "harness/report/results_json.h"
+
 namespace trainrepro {
 namespace {
 
@@ -26,6 +29,30 @@ bool needs_detail(const Verdict& verdict) {
          verdict.outcome == Outcome::error;
 }
 
+std::string ratio_text(double ratio) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3fx", ratio);
+  return text;
+}
+
+// "ZeRO stage 2, 2 ranks: model states 9.1 KiB, expected 9.1 KiB (1.000x); sent …" from the
+// results file's "zero" object, which a multi-rank run only has as rank 0 wrote it.
+std::string zero_line(const nlohmann::json& zero) {
+  const nlohmann::json& states = zero.at("model_states");
+  const nlohmann::json& traffic = zero.at("traffic");
+  std::string line =
+      "ZeRO stage " + std::to_string(zero.at("zero_stage").get<int64_t>()) + ", " +
+      std::to_string(zero.at("world_size").get<int64_t>()) + " rank(s): model states " +
+      format_bytes(states.at("measured").at("total").get<double>()) + ", expected " +
+      format_bytes(states.at("expected").at("total").get<double>()) + " (" +
+      ratio_text(states.at("ratio").get<double>()) + "); sent " +
+      format_bytes(traffic.at("bytes_sent_per_step").get<double>()) + "/step, expected " +
+      format_bytes(traffic.at("expected_bytes_sent_per_step").get<double>()) + " (" +
+      ratio_text(traffic.at("ratio").get<double>()) + ")";
+  if (!traffic.at("judged").get<bool>()) line += ", not judged: evaluations gather too";
+  return line;
+}
+
 }  // namespace
 
 void ConsoleReporter::report_scenario(const ScenarioResult& result) {
@@ -42,6 +69,11 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
     out_ << "    " << verdict.found << "\n";
     if (!verdict.diagnosis.empty()) out_ << "    diagnosis: " << verdict.diagnosis << "\n";
   }
+  const nlohmann::json zero = result.zero ? zero_to_json(*result.zero)
+                              : result.rank_zero_results.is_object()
+                                  ? result.rank_zero_results.value("zero", nlohmann::json())
+                                  : nlohmann::json();
+  if (zero.is_object()) out_ << "    " << zero_line(zero) << "\n";
   for (const std::string& warning : result.warnings) out_ << "    warning: " << warning << "\n";
 }
 

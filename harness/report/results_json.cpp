@@ -159,7 +159,41 @@ nlohmann::json memory_to_json(const MemoryJudgement& memory,
           {"samples", curve}};
 }
 
+nlohmann::json model_states_to_json(const ModelStateBytes& bytes) {
+  return {{"parameters", bytes.parameters},
+          {"gradients", bytes.gradients},
+          {"optimizer_states", bytes.optimizer_states},
+          {"total", bytes.total()}};
+}
+
 }  // namespace
+
+nlohmann::json zero_to_json(const ZeroJudgement& zero) {
+  return {{"zero_stage", zero.zero_stage},
+          {"world_size", zero.world_size},
+          {"gradient_accumulation_steps", zero.gradient_accumulation_steps},
+          {"parameter_numel", zero.parameter_numel},
+          {"partitioned_numel", zero.partitioned_numel},
+          {"bytes_per_parameter",
+           {{"parameters", zero.bytes_per_parameter.parameters},
+            {"gradients", zero.bytes_per_parameter.gradients},
+            {"optimizer_states", zero.bytes_per_parameter.optimizer_states}}},
+          {"model_states",
+           {{"measured", model_states_to_json(zero.measured)},
+            {"expected", model_states_to_json(zero.expected)},
+            {"expected_unpadded", model_states_to_json(zero.expected_paper)},
+            {"ratio", zero.model_states_ratio}}},
+          {"traffic",
+           {{"judged", zero.traffic_judged},
+            {"bytes_sent_per_step", zero.bytes_sent_per_step},
+            {"expected_bytes_sent_per_step", zero.expected_bytes_sent_per_step},
+            {"ratio", zero.traffic_ratio}}},
+          {"tensor_bytes_at_boundary", zero.tensor_bytes_at_boundary},
+          {"harness_tensor_bytes", zero.harness_tensor_bytes},
+          {"tolerance", kZeroFormulaTolerance},
+          {"diagnoses", diagnosis_names(zero.diagnoses)},
+          {"explanations", zero.explanations}};
+}
 
 nlohmann::json result_to_json(const ScenarioResult& result) {
   const Verdict& verdict = result.verdict;
@@ -183,6 +217,7 @@ nlohmann::json result_to_json(const ScenarioResult& result) {
       {"training", result.training ? training_to_json(*result.training) : nlohmann::json(nullptr)},
       {"memory", result.memory ? memory_to_json(*result.memory, result.memory_samples)
                                : nlohmann::json(nullptr)},
+      {"zero", result.zero ? zero_to_json(*result.zero) : nlohmann::json(nullptr)},
       {"timings",
        {{"total_seconds", result.seconds},
         {"golden_seconds", result.golden_seconds},

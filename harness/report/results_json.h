@@ -13,6 +13,8 @@ namespace trainrepro {
 constexpr int kResultsFormatVersion = 1;
 
 nlohmann::json result_to_json(const ScenarioResult& result);
+// The "zero" object of a results file: model states and traffic, measured against expected.
+nlohmann::json zero_to_json(const ZeroJudgement& zero);
 
 // Writes DIR/<name>.json for every scenario that loaded (a file that did not load has no name
 // and gets no results file: bad input never writes anything).

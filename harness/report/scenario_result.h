@@ -10,6 +10,7 @@
 #include "harness/verdict/memory_judgement.h"
 #include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
+#include "harness/verdict/zero_judgement.h"
 
 namespace trainrepro {
 
@@ -23,6 +24,7 @@ struct ScenarioResult {
   std::optional<Plan> plan;                   // when the config resolved
   std::optional<TrainingJudgement> training;  // when training ran and was judged
   std::optional<MemoryJudgement> memory;
+  std::optional<ZeroJudgement> zero;         // when judged: several ranks or a ZeRO stage
   std::vector<MemorySample> memory_samples;  // every probe sample, for curves in reports
   std::vector<CudaSnapshot> cuda_snapshots;  // written next to the results when a leak is found
   // For a multi-rank run launched from here: the results file rank 0 wrote, reported verbatim.

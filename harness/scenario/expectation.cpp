@@ -26,6 +26,9 @@ const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
       {DiagnosisKind::tensor_memory_leak, "tensor_memory_leak"},
       {DiagnosisKind::host_memory_leak, "host_memory_leak"},
       {DiagnosisKind::memory_over_budget, "memory_over_budget"},
+      {DiagnosisKind::gathered_parameters_kept, "gathered_parameters_kept"},
+      {DiagnosisKind::model_states_differ_from_zero, "model_states_differ_from_zero"},
+      {DiagnosisKind::traffic_differs_from_zero, "traffic_differs_from_zero"},
   };
   return spellings;
 }

@@ -26,6 +26,10 @@ enum class DiagnosisKind {
   tensor_memory_leak,  // live tensor bytes grow every step
   host_memory_leak,    // the host heap grows every step while tensors stay flat
   memory_over_budget,  // peak tensor bytes above the scenario's budget
+  // ZeRO, judged from the engine's measured model states and traffic:
+  gathered_parameters_kept,       // stage 3: the loop keeps full parameters alive between steps
+  model_states_differ_from_zero,  // held bytes not within 5% of the ZeRO paper's formula
+  traffic_differs_from_zero,      // bytes sent per step not within 5% of the paper's formula
 };
 
 struct Expectation {

@@ -59,6 +59,11 @@ enum class KeepHabit {
   outputs_with_graph,  // the model's outputs: their tensors and graph
   outputs_detached,    // outputs.detach(): stays on the device
   outputs_on_cpu,      // outputs.detach().cpu(): off the device, still in host memory
+  // After each optimizer step the loop gathers the full parameters (for logging, or an
+  // evaluation outside the engine, as with deepspeed.zero.GatheredParameters) and keeps:
+  gathered_parameters,       // the gathered tensors, until the next step (at ZeRO stage 3 each
+                             // rank then holds the unpartitioned model)
+  gathered_parameter_norms,  // only their norms, as floats (the fix)
 };
 
 // An evaluation pass the loop runs between optimizer steps, on held-out samples.

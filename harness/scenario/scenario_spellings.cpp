@@ -61,7 +61,9 @@ const EnumSpellings<KeepHabit>& keep_spellings() {
       {KeepHabit::loss_on_cpu, "loss_on_cpu"},
       {KeepHabit::outputs_with_graph, "outputs_with_graph"},
       {KeepHabit::outputs_detached, "outputs_detached"},
-      {KeepHabit::outputs_on_cpu, "outputs_on_cpu"}};
+      {KeepHabit::outputs_on_cpu, "outputs_on_cpu"},
+      {KeepHabit::gathered_parameters, "gathered_parameters"},
+      {KeepHabit::gathered_parameter_norms, "gathered_parameter_norms"}};
   return spellings;
 }
 

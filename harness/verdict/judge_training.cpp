@@ -7,6 +7,7 @@
 
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_memory.h"
+#include "harness/verdict/judge_zero.h"
 
 namespace trainrepro {
 namespace {
@@ -133,9 +134,11 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
 }
 
 Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace,
-                  const Golden& golden, TrainingJudgement& training, MemoryJudgement& memory) {
+                  const Golden& golden, TrainingJudgement& training, MemoryJudgement& memory,
+                  ZeroJudgement& zero) {
   judge_training(scenario, plan, trace, golden, training);
   memory = judge_memory(scenario, plan, trace);
+  zero = judge_zero(scenario, plan, trace);
 
   // What went wrong, each with its words: the gradient story first, then memory.
   std::vector<std::string> found, explanations;
@@ -156,6 +159,12 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
     explanations.push_back(memory.explanations[i]);
     kinds.push_back(memory.diagnoses[i]);
   }
+  for (size_t i = 0; i < zero.diagnoses.size(); ++i) {
+    found.push_back("ZeRO: diagnosis " +
+                    std::string(spelling_of(zero.diagnoses[i], diagnosis_spellings())));
+    explanations.push_back(zero.explanations[i]);
+    kinds.push_back(zero.diagnoses[i]);
+  }
 
   Verdict verdict;
   verdict.expected = describe_expectation(scenario.expect);
@@ -172,6 +181,12 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
                                format_bytes(memory.tensor.bytes_per_step) + "/step, host heap " +
                                format_bytes(memory.host.bytes_per_step) + "/step)"
                          : "";
+    if (zero.judged) {
+      verdict.found += "; model states " + format_bytes(zero.measured.total()) + " (" +
+                       std::to_string(zero.model_states_ratio).substr(0, 5) +
+                       "x the ZeRO formula), sent " + format_bytes(zero.bytes_sent_per_step) +
+                       "/step (" + std::to_string(zero.traffic_ratio).substr(0, 5) + "x)";
+    }
     if (!memory.notes.empty()) verdict.found += "; " + memory.notes;
     verdict.outcome = scenario.expect.outcome == ExpectedOutcome::pass ? Outcome::passed
                                                                        : Outcome::not_reproduced;

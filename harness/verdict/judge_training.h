@@ -9,15 +9,18 @@
 #include "harness/verdict/memory_judgement.h"
 #include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
+#include "harness/verdict/zero_judgement.h"
 
 namespace trainrepro {
 
 void judge_training(const Scenario& scenario, const Plan& plan, const Trace& trace,
                     const Golden& golden, TrainingJudgement& judgement);
 
-// Gradients, then memory, then the outcome: a reproduction is reproduced when its named
-// diagnosis is among those found; a regression scenario passes when none is.
+// Gradients, then memory, then ZeRO's model states and traffic, then the outcome: a
+// reproduction is reproduced when its named diagnosis is among those found; a regression
+// scenario passes when none is.
 Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace,
-                  const Golden& golden, TrainingJudgement& training, MemoryJudgement& memory);
+                  const Golden& golden, TrainingJudgement& training, MemoryJudgement& memory,
+                  ZeroJudgement& zero);
 
 }  // namespace trainrepro

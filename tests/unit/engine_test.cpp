@@ -116,7 +116,7 @@ TEST_F(ReferenceEngineTest, AccumulatedGradientIsTheMeanOfMicroBatchGradients) {
   ReferenceEngine engine(model_, plan_);
   std::vector<at::Tensor> accumulated;
   engine.on_optimizer_step = [&](const OptimizerStepEvent& event) {
-    accumulated = *event.gradients;
+    accumulated = event.gradients;
   };
   for (int64_t m = 0; m < 4; ++m) {
     engine.backward(model_->loss_sum(micro_batch(m)) / 2.0);

@@ -29,11 +29,12 @@ class JudgeTraining : public ScenarioFileTest {
   Golden golden_;
   Trace trace_;
   MemoryJudgement memory_;
+  ZeroJudgement zero_;
 };
 
 TEST_F(JudgeTraining, CorrectAccumulationPassesAtEveryStep) {
   TrainingJudgement judgement;
-  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_);
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_, zero_);
   EXPECT_EQ(verdict.outcome, Outcome::passed) << verdict.found;
   ASSERT_EQ(judgement.steps.size(), 2u);
   for (const StepJudgement& step : judgement.steps) {
@@ -45,7 +46,7 @@ TEST_F(JudgeTraining, CorrectAccumulationPassesAtEveryStep) {
 TEST_F(JudgeTraining, UnpredictedMismatchIsReportedAsUnexplainedWithNumbers) {
   for (at::Tensor& gradient : trace_.steps[0].gradients) gradient.mul_(1.7);
   TrainingJudgement judgement;
-  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_);
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_, zero_);
   EXPECT_EQ(verdict.outcome, Outcome::failed);
   ASSERT_TRUE(judgement.diagnosis.has_value());
   EXPECT_FALSE(judgement.diagnosis->kind.has_value());
@@ -59,14 +60,14 @@ TEST_F(JudgeTraining, UnpredictedMismatchIsReportedAsUnexplainedWithNumbers) {
 TEST_F(JudgeTraining, ExpectedBugThatIsAbsentIsNotReproduced) {
   scenario_.expect = {ExpectedOutcome::diagnosis, std::nullopt, DiagnosisKind::loss_not_scaled};
   TrainingJudgement judgement;
-  EXPECT_EQ(judge_run(scenario_, plan_, trace_, golden_, judgement, memory_).outcome,
+  EXPECT_EQ(judge_run(scenario_, plan_, trace_, golden_, judgement, memory_, zero_).outcome,
             Outcome::not_reproduced);
 }
 
 TEST_F(JudgeTraining, ParameterOnlyMismatchBlamesTheOptimizerUpdate) {
   trace_.steps[1].parameters[0].add_(1e-3);
   TrainingJudgement judgement;
-  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_);
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_, zero_);
   EXPECT_EQ(verdict.outcome, Outcome::failed);
   EXPECT_EQ(judgement.first_parameter_mismatch, 1);
   EXPECT_NE(verdict.diagnosis.find("the optimizer update itself differs"), std::string::npos);

@@ -1,0 +1,90 @@
+// ZeRO stage 0: every rank holds everything; gradients accumulate in each parameter's .grad and
+// are averaged across ranks in one flat all-reduce at the boundary (DeepSpeed buckets it too).
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include "harness/engine/rank_collectives.h"
+#include "harness/engine/zero_strategy.h"
+
+namespace trainrepro {
+namespace {
+
+class DataParallelStrategy final : public ZeroStrategy {
+ public:
+  DataParallelStrategy(std::vector<at::Tensor> parameters, Communicator* communicator)
+      : parameters_(std::move(parameters)), communicator_(communicator) {}
+
+  void after_backward(bool boundary) override {
+    if (!boundary || world_size_of(communicator_) == 1) return;
+    c10::NoGradGuard no_grad;
+    std::vector<at::Tensor> gradients;
+    for (at::Tensor& parameter : parameters_) {
+      if (!parameter.grad().defined()) parameter.mutable_grad() = at::zeros_like(parameter);
+      gradients.push_back(parameter.grad().reshape({-1}));
+    }
+    at::Tensor flat = at::cat(gradients);
+    average_across_ranks(communicator_, flat);
+    int64_t offset = 0;
+    for (at::Tensor& parameter : parameters_) {
+      parameter.mutable_grad().copy_(flat.narrow(0, offset, parameter.numel()).view_as(parameter));
+      offset += parameter.numel();
+    }
+  }
+
+  std::vector<at::Tensor> owned_parameters() override { return parameters_; }
+  std::vector<at::Tensor> owned_gradients() override {
+    std::vector<at::Tensor> gradients;
+    for (const at::Tensor& parameter : parameters_) gradients.push_back(parameter.grad());
+    return gradients;
+  }
+  bool gradients_partitioned() const override { return false; }
+  void after_update() override {}
+  void zero_grad() override {
+    // Set to None, as torch's zero_grad(set_to_none=True) and DeepSpeed do.
+    for (at::Tensor& parameter : parameters_) {
+      if (parameter.grad().defined()) parameter.mutable_grad().reset();
+    }
+  }
+
+  ModelStateBytes held_bytes() const override {
+    ModelStateBytes bytes;
+    bytes.parameters = storage_bytes(parameters_);
+    std::vector<at::Tensor> gradients;
+    for (const at::Tensor& parameter : parameters_) gradients.push_back(parameter.grad());
+    bytes.gradients = storage_bytes(gradients);
+    return bytes;
+  }
+  int64_t padded_numel() const override {
+    int64_t numel = 0;
+    for (const at::Tensor& parameter : parameters_) numel += parameter.numel();
+    return numel;
+  }
+
+  std::vector<at::Tensor> full_gradients() override {
+    std::vector<at::Tensor> gradients;
+    for (const at::Tensor& parameter : parameters_) {
+      const at::Tensor gradient = parameter.grad();
+      gradients.push_back(gradient.defined() ? gradient.detach().clone()
+                                             : at::zeros_like(parameter));
+    }
+    return gradients;
+  }
+  std::vector<at::Tensor> full_parameters() override {
+    std::vector<at::Tensor> copies;
+    for (const at::Tensor& parameter : parameters_) copies.push_back(parameter.detach());
+    return copies;
+  }
+
+ private:
+  std::vector<at::Tensor> parameters_;
+  Communicator* communicator_;
+};
+
+}  // namespace
+
+std::unique_ptr<ZeroStrategy> make_data_parallel_strategy(std::vector<at::Tensor> parameters,
+                                                          Communicator* communicator) {
+  return std::make_unique<DataParallelStrategy>(std::move(parameters), communicator);
+}
+
+}  // namespace trainrepro

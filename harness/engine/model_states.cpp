@@ -1,0 +1,39 @@
+#include "harness/engine/model_states.h"
+
+#include <set>
+
+namespace trainrepro {
+
+int64_t storage_bytes(const std::vector<at::Tensor>& tensors) {
+  std::set<const void*> seen;
+  int64_t bytes = 0;
+  for (const at::Tensor& tensor : tensors) {
+    if (!tensor.defined() || !tensor.has_storage()) continue;
+    const c10::Storage& storage = tensor.storage();
+    if (storage.nbytes() == 0 || !seen.insert(storage.data()).second) continue;
+    bytes += static_cast<int64_t>(storage.nbytes());
+  }
+  return bytes;
+}
+
+ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, int64_t numel,
+                                      const BytesPerParameter& bytes) {
+  const auto whole = [&](int64_t per_element) { return per_element * numel; };
+  const auto shard = [&](int64_t per_element) { return per_element * numel / world_size; };
+  ModelStateBytes expected;
+  expected.parameters = zero_stage >= 3 ? shard(bytes.parameters) : whole(bytes.parameters);
+  expected.gradients = zero_stage >= 2 ? shard(bytes.gradients) : whole(bytes.gradients);
+  expected.optimizer_states =
+      zero_stage >= 1 ? shard(bytes.optimizer_states) : whole(bytes.optimizer_states);
+  return expected;
+}
+
+int64_t expected_bytes_sent_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
+                                     int64_t parameter_bytes) {
+  int64_t passes = 2;  // stages 0 and 1: one reduction and one gather of the model per step
+  if (zero_stage == 2) passes = gas + 1;
+  if (zero_stage >= 3) passes = 3 * gas;
+  return passes * parameter_bytes * (world_size - 1) / world_size;
+}
+
+}  // namespace trainrepro

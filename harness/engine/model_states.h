@@ -1,0 +1,43 @@
+// The model states one rank holds — parameters, gradients, optimizer states — measured from the
+// tensors the engine keeps, and what the ZeRO paper (Rajbhandari et al. 2020, section 5) says a
+// rank should hold and send at each stage, generalised to the element sizes in use.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <ATen/Tensor.h>
+
+namespace trainrepro {
+
+struct ModelStateBytes {
+  int64_t parameters = 0;
+  int64_t gradients = 0;
+  int64_t optimizer_states = 0;
+  int64_t total() const { return parameters + gradients + optimizer_states; }
+};
+
+// Bytes of the distinct storages behind `tensors` (views of one buffer count once; a released
+// stage-3 parameter counts 0).
+int64_t storage_bytes(const std::vector<at::Tensor>& tensors);
+
+// Bytes per parameter element: P for parameters, G for gradients, K for optimizer states
+// (fp32 Adam: 4, 4, 8; fp32 SGD with momentum: 4, 4, 4).
+struct BytesPerParameter {
+  int64_t parameters = 4;
+  int64_t gradients = 4;
+  int64_t optimizer_states = 8;
+};
+
+// Stage 0: P+G+K; stage 1: P+G+K/N; stage 2: P+(G+K)/N; stage 3: (P+G+K)/N, times `numel`
+// (pass the padded count to account for padding).
+ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, int64_t numel,
+                                      const BytesPerParameter& bytes);
+
+// Bytes one rank sends per optimizer step with ring collectives: stages 0 and 1 reduce and
+// gather the model once per step (2Ψ(N-1)/N); stage 2 reduce-scatters every micro-step and
+// gathers once ((GAS+1)Ψ(N-1)/N); stage 3 gathers parameters for forward and for backward and
+// reduce-scatters every micro-step (3·GAS·Ψ(N-1)/N, the paper's 1.5x at GAS 1). Ψ in bytes.
+int64_t expected_bytes_sent_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
+                                     int64_t parameter_bytes);
+
+}  // namespace trainrepro

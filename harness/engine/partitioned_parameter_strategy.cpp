@@ -1,0 +1,194 @@
+// ZeRO stage 3: each parameter is partitioned on its own, padded to the world size, and rank r
+// keeps only its shard of it (plus a shard of its gradient and optimizer state). The strategy
+// is the model's parameter gate: before a unit's forward it all-gathers that unit's parameters
+// and swaps them into the parameter tensors (set_data, as DeepSpeed assigns param.data); after
+// the forward it releases them, and a hook on the unit's output gathers them again just before
+// the unit's backward runs. After the backward the fresh gradients are reduce-scattered in one
+// collective into the gradient shards and every parameter is released again.
+//
+// Known difference from DeepSpeed: an operation that saved a *view* of a weight for backward
+// (torch's linear saves weight.t()) keeps that weight's storage alive until its backward;
+// DeepSpeed swaps in its own linear function to avoid it. The model states held between steps,
+// which the ZeRO formulas describe, are unaffected.
+#include <map>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include "harness/engine/rank_collectives.h"
+#include "harness/engine/zero_layout.h"
+#include "harness/engine/zero_strategy.h"
+
+namespace trainrepro {
+namespace {
+
+class PartitionedParameterStrategy final : public ZeroStrategy, public ParameterGate {
+ public:
+  PartitionedParameterStrategy(ZooModel& model, std::vector<at::Tensor> parameters,
+                               Communicator* communicator)
+      : model_(model), parameters_(std::move(parameters)), communicator_(communicator) {
+    c10::NoGradGuard no_grad;
+    const int64_t ranks = world_size_of(communicator_);
+    const int64_t rank = rank_of(communicator_);
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      at::Tensor& parameter = parameters_[i];
+      index_of_[parameter.unsafeGetTensorImpl()] = i;
+      shapes_.push_back(parameter.sizes().vec());
+      const int64_t padded = padded_to_world(parameter.numel(), ranks);
+      const int64_t shard = padded / ranks;
+      at::Tensor flat = at::zeros({padded}, parameter.options().requires_grad(false));
+      flat.narrow(0, 0, parameter.numel()).copy_(parameter.reshape({-1}));
+      parameter_shards_.push_back(flat.narrow(0, rank * shard, shard).clone());
+      gradient_shards_.push_back(at::zeros({shard}, flat.options()));
+      padded_numel_ += padded;
+    }
+    empty_ = at::empty({0}, parameters_.front().options().requires_grad(false));
+    release(all_indices());
+    model_.set_parameter_gate(this);
+  }
+
+  ~PartitionedParameterStrategy() override { model_.set_parameter_gate(nullptr); }
+
+  // ParameterGate
+  void before_forward(torch::nn::Module& unit) override { gather(indices_of(unit)); }
+  void after_forward(torch::nn::Module& unit, const at::Tensor& output) override {
+    const std::vector<size_t> indices = indices_of(unit);
+    release(indices);
+    if (output.requires_grad()) {
+      // Fires when the gradient of the unit's output is ready, i.e. before the unit's backward.
+      output.register_hook([this, indices](const at::Tensor&) { gather(indices); });
+    }
+  }
+
+  void after_backward(bool /*boundary*/) override {
+    c10::NoGradGuard no_grad;
+    // One reduce-scatter for every parameter: row r of `chunks` is what rank r owns of each.
+    const int64_t ranks = world_size_of(communicator_);
+    std::vector<at::Tensor> columns;
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      const int64_t shard = gradient_shards_[i].numel();
+      at::Tensor padded = at::zeros({shard * ranks}, gradient_shards_[i].options());
+      const at::Tensor gradient = parameters_[i].grad();
+      if (gradient.defined()) padded.narrow(0, 0, gradient.numel()).copy_(gradient.reshape({-1}));
+      columns.push_back(padded.view({ranks, shard}));
+    }
+    const at::Tensor reduced =
+        reduce_scatter_average(communicator_, at::cat(columns, 1).reshape({-1}));
+    int64_t offset = 0;
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      const int64_t shard = gradient_shards_[i].numel();
+      gradient_shards_[i].add_(reduced.narrow(0, offset, shard));
+      offset += shard;
+      if (parameters_[i].grad().defined()) parameters_[i].mutable_grad().reset();
+    }
+    release(all_indices());
+  }
+
+  std::vector<at::Tensor> owned_parameters() override { return parameter_shards_; }
+  std::vector<at::Tensor> owned_gradients() override { return gradient_shards_; }
+  bool gradients_partitioned() const override { return world_size_of(communicator_) > 1; }
+  void after_update() override {}  // parameters stay partitioned until the next forward
+  void zero_grad() override {
+    c10::NoGradGuard no_grad;
+    for (at::Tensor& shard : gradient_shards_) shard.zero_();
+    for (at::Tensor& parameter : parameters_) {
+      if (parameter.grad().defined()) parameter.mutable_grad().reset();
+    }
+  }
+
+  ModelStateBytes held_bytes() const override {
+    ModelStateBytes bytes;
+    std::vector<at::Tensor> parameters = parameter_shards_;
+    parameters.insert(parameters.end(), parameters_.begin(), parameters_.end());
+    bytes.parameters = storage_bytes(parameters);
+    std::vector<at::Tensor> gradients = gradient_shards_;
+    for (const at::Tensor& parameter : parameters_) gradients.push_back(parameter.grad());
+    bytes.gradients = storage_bytes(gradients);
+    return bytes;
+  }
+  int64_t padded_numel() const override { return padded_numel_; }
+
+  std::vector<at::Tensor> full_gradients() override {
+    return whole_from_shards(gradient_shards_, all_indices());
+  }
+  std::vector<at::Tensor> full_parameters() override {
+    return whole_from_shards(parameter_shards_, all_indices());
+  }
+
+ private:
+  std::vector<size_t> all_indices() const {
+    std::vector<size_t> indices(parameters_.size());
+    for (size_t i = 0; i < indices.size(); ++i) indices[i] = i;
+    return indices;
+  }
+
+  std::vector<size_t> indices_of(torch::nn::Module& unit) const {
+    std::vector<size_t> indices;
+    for (const at::Tensor& parameter : unit.parameters(/*recurse=*/true)) {
+      indices.push_back(index_of_.at(parameter.unsafeGetTensorImpl()));
+    }
+    return indices;
+  }
+
+  // One all-gather for the listed shards; whole tensors shaped like those parameters, in the
+  // order of `indices`.
+  std::vector<at::Tensor> whole_from_shards(const std::vector<at::Tensor>& shards,
+                                            const std::vector<size_t>& indices) {
+    c10::NoGradGuard no_grad;
+    const int64_t ranks = world_size_of(communicator_);
+    std::vector<at::Tensor> pieces;
+    for (size_t i : indices) pieces.push_back(shards[i]);
+    // Row r holds rank r's shard of every listed parameter, side by side.
+    const at::Tensor gathered = all_gather(communicator_, at::cat(pieces)).view({ranks, -1});
+    std::vector<at::Tensor> whole;
+    int64_t offset = 0;
+    for (size_t i : indices) {
+      const int64_t shard = shards[i].numel();
+      whole.push_back(gathered.narrow(1, offset, shard)
+                          .reshape({shard * ranks})
+                          .narrow(0, 0, numel_of(i))
+                          .view(shapes_[i]));
+      offset += shard;
+    }
+    return whole;
+  }
+
+  int64_t numel_of(size_t i) const {
+    int64_t numel = 1;
+    for (int64_t size : shapes_[i]) numel *= size;
+    return numel;
+  }
+
+  void gather(const std::vector<size_t>& indices) {
+    std::vector<size_t> missing;
+    for (size_t i : indices) {
+      if (parameters_[i].numel() == 0) missing.push_back(i);
+    }
+    if (missing.empty()) return;
+    const std::vector<at::Tensor> whole = whole_from_shards(parameter_shards_, missing);
+    for (size_t k = 0; k < missing.size(); ++k) parameters_[missing[k]].set_data(whole[k]);
+  }
+
+  void release(const std::vector<size_t>& indices) {
+    for (size_t i : indices) parameters_[i].set_data(empty_);
+  }
+
+  ZooModel& model_;
+  std::vector<at::Tensor> parameters_;
+  Communicator* communicator_;
+  std::map<const c10::TensorImpl*, size_t> index_of_;
+  std::vector<std::vector<int64_t>> shapes_;
+  std::vector<at::Tensor> parameter_shards_;
+  std::vector<at::Tensor> gradient_shards_;
+  at::Tensor empty_;
+  int64_t padded_numel_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
+    ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator) {
+  return std::make_unique<PartitionedParameterStrategy>(model, std::move(parameters), communicator);
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,68 @@
+// How one rank holds and updates the model states at a ZeRO stage. The engine keeps DeepSpeed's
+// schedule (1/GAS, boundary, clip, step, zero); a strategy decides where gradients are reduced,
+// which part of the parameters and optimizer state this rank owns, and how the full model is
+// put back together:
+//   stage 0  data parallel: full everything, gradients all-reduced at the boundary
+//   stage 1  optimizer states partitioned: gradients reduce-scattered at the boundary into one
+//            flat, padded buffer; each rank updates its shard; parameters all-gathered
+//   stage 2  gradients partitioned too: reduce-scattered after every micro-step into the
+//            rank's shard, the full gradients released
+//   stage 3  parameters partitioned too, per parameter: gathered per unit before its forward
+//            and before its backward, released after each
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ATen/Tensor.h>
+
+#include "harness/distributed/communicator.h"
+#include "harness/engine/model_states.h"
+#include "models/zoo_model.h"
+
+namespace trainrepro {
+
+class ZeroStrategy {
+ public:
+  virtual ~ZeroStrategy() = default;
+
+  // After loss.backward() of a micro-step through the engine; `boundary` ends the window.
+  virtual void after_backward(bool boundary) = 0;
+  // What this rank's optimizer updates, and the matching gradients (averaged across ranks,
+  // valid at the boundary). Positions stay fixed for the optimizer's state.
+  virtual std::vector<at::Tensor> owned_parameters() = 0;
+  virtual std::vector<at::Tensor> owned_gradients() = 0;
+  // Whether owned_gradients() is only this rank's part (a norm then needs every rank's part).
+  virtual bool gradients_partitioned() const = 0;
+  // After the optimizer updated the owned parameters: put the full parameters back together
+  // where the stage keeps them whole.
+  virtual void after_update() = 0;
+  virtual void zero_grad() = 0;
+
+  // Parameters and gradients this rank holds right now, from the storages behind them.
+  virtual ModelStateBytes held_bytes() const = 0;
+  // The element count the stage partitions, after padding (Ψ for stage 0).
+  virtual int64_t padded_numel() const = 0;
+
+  // The whole model, shaped like the parameters, for comparison with the golden: fresh
+  // tensors (a collective when partitioned; call on every rank). Gradients are the averaged
+  // ones of the current window.
+  virtual std::vector<at::Tensor> full_gradients() = 0;
+  virtual std::vector<at::Tensor> full_parameters() = 0;
+};
+
+// `parameters` are the model's, in named_parameters() order; stage 3 installs itself as the
+// model's parameter gate. `communicator` may be null for one rank.
+std::unique_ptr<ZeroStrategy> make_zero_strategy(int64_t zero_stage, ZooModel& model,
+                                                 std::vector<at::Tensor> parameters,
+                                                 Communicator* communicator);
+
+std::unique_ptr<ZeroStrategy> make_data_parallel_strategy(std::vector<at::Tensor> parameters,
+                                                          Communicator* communicator);
+std::unique_ptr<ZeroStrategy> make_partitioned_flat_strategy(std::vector<at::Tensor> parameters,
+                                                             Communicator* communicator,
+                                                             bool partition_gradients);
+std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
+    ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator);
+
+}  // namespace trainrepro

@@ -1,0 +1,119 @@
+#include "harness/verdict/judge_zero.h"
+
+#include <cmath>
+
+#include "harness/memory/leak_analysis.h"
+
+namespace trainrepro {
+namespace {
+
+int64_t element_bytes(EngineDtype dtype) { return dtype == EngineDtype::float64 ? 8 : 4; }
+
+// Optimizer state buffers per parameter element: Adam's two moments, SGD's momentum.
+int64_t optimizer_buffers(const OptimizerConfig& optimizer) {
+  if (optimizer.kind == OptimizerKind::sgd) return optimizer.momentum != 0.0 ? 1 : 0;
+  return 2;
+}
+
+double ratio(int64_t measured, int64_t expected) {
+  return expected == 0 ? (measured == 0 ? 1.0 : INFINITY)
+                       : static_cast<double>(measured) / static_cast<double>(expected);
+}
+
+std::string states_text(const ModelStateBytes& bytes) {
+  return format_bytes(bytes.total()) + " (parameters " + format_bytes(bytes.parameters) +
+         ", gradients " + format_bytes(bytes.gradients) + ", optimizer states " +
+         format_bytes(bytes.optimizer_states) + ")";
+}
+
+std::string stage_text(const ZeroJudgement& judgement) {
+  return "ZeRO stage " + std::to_string(judgement.zero_stage) + " on " +
+         std::to_string(judgement.world_size) + " rank" + (judgement.world_size > 1 ? "s" : "");
+}
+
+void add(ZeroJudgement& judgement, DiagnosisKind kind, std::string explanation) {
+  judgement.diagnoses.push_back(kind);
+  judgement.explanations.push_back(std::move(explanation));
+}
+
+}  // namespace
+
+ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace& trace) {
+  ZeroJudgement judgement;
+  // Model states are measured inside engine.backward(); a loop that calls loss.backward()
+  // itself never lets the engine see its boundary.
+  const bool engine_driven = scenario.loop.loss_scaling != LossScalingHabit::none;
+  if (trace.steps.empty() || !engine_driven ||
+      (plan.zero_stage == 0 && plan.batch.world_size == 1)) {
+    return judgement;
+  }
+  judgement.judged = true;
+  judgement.zero_stage = plan.zero_stage;
+  judgement.world_size = plan.batch.world_size;
+  judgement.gradient_accumulation_steps = plan.batch.gradient_accumulation_steps;
+  judgement.parameter_numel = trace.parameter_numel;
+  judgement.partitioned_numel = trace.partitioned_numel;
+  const int64_t element = element_bytes(plan.dtype);
+  judgement.bytes_per_parameter = {element, element, element * optimizer_buffers(plan.optimizer)};
+
+  const OptimizerStepRecord& last = trace.steps.back();
+  judgement.measured = last.model_states;
+  judgement.expected =
+      expected_model_states(plan.zero_stage, plan.batch.world_size, trace.partitioned_numel,
+                            judgement.bytes_per_parameter);
+  judgement.expected_paper = expected_model_states(
+      plan.zero_stage, plan.batch.world_size, trace.parameter_numel, judgement.bytes_per_parameter);
+  judgement.model_states_ratio = ratio(judgement.measured.total(), judgement.expected.total());
+  if (std::abs(judgement.model_states_ratio - 1.0) > kZeroFormulaTolerance) {
+    add(judgement, DiagnosisKind::model_states_differ_from_zero,
+        "rank 0 holds " + states_text(judgement.measured) + " of model states at the boundary; " +
+            stage_text(judgement) + " should hold " + states_text(judgement.expected) + " for " +
+            std::to_string(trace.partitioned_numel) + " parameter elements after padding (" +
+            std::to_string(judgement.model_states_ratio) +
+            "x, more than 5% off): the engine does not partition as the stage says");
+  }
+
+  judgement.bytes_sent_per_step = last.bytes_sent;
+  judgement.expected_bytes_sent_per_step = expected_bytes_sent_per_step(
+      plan.zero_stage, plan.batch.world_size, plan.batch.gradient_accumulation_steps,
+      trace.partitioned_numel * element);
+  judgement.traffic_ratio =
+      ratio(judgement.bytes_sent_per_step, judgement.expected_bytes_sent_per_step);
+  judgement.traffic_judged = !scenario.loop.evaluation.has_value();
+  if (judgement.traffic_judged && std::abs(judgement.traffic_ratio - 1.0) > kZeroFormulaTolerance) {
+    add(judgement, DiagnosisKind::traffic_differs_from_zero,
+        "rank 0 sent " + format_bytes(judgement.bytes_sent_per_step) +
+            " in the last optimizer step; " + stage_text(judgement) + " with GAS " +
+            std::to_string(plan.batch.gradient_accumulation_steps) + " should send " +
+            format_bytes(judgement.expected_bytes_sent_per_step) + " (" +
+            std::to_string(judgement.traffic_ratio) + "x, more than 5% off)");
+  }
+
+  for (auto sample = trace.memory.rbegin(); sample != trace.memory.rend(); ++sample) {
+    if (sample->point != SamplePoint::boundary) continue;
+    judgement.tensor_bytes_at_boundary =
+        plan.device == Device::cuda ? sample->cuda_allocated_bytes : sample->cpu_tensor_bytes;
+    break;
+  }
+  judgement.harness_tensor_bytes = last.harness_tensor_bytes;
+  // At stage 3 a rank should hold about a 1/N share of the parameters; tensors beyond its
+  // model states the size of the whole model mean someone keeps gathered parameters alive.
+  const int64_t full_parameter_bytes = trace.parameter_numel * element;
+  const int64_t beyond_states =
+      judgement.tensor_bytes_at_boundary - last.harness_tensor_bytes - judgement.expected.total();
+  if (plan.zero_stage == 3 && plan.batch.world_size > 1 &&
+      beyond_states >= full_parameter_bytes * 3 / 4) {
+    add(judgement, DiagnosisKind::gathered_parameters_kept,
+        "rank 0 holds " + format_bytes(judgement.tensor_bytes_at_boundary) +
+            " of tensors after each optimizer step: its ZeRO stage 3 model states are " +
+            format_bytes(judgement.expected.total()) + " and the harness's recorded copies " +
+            format_bytes(last.harness_tensor_bytes) + "; the other " + format_bytes(beyond_states) +
+            " are about the whole model's parameters (" + format_bytes(full_parameter_bytes) +
+            "): the loop keeps gathered full parameters alive between steps, so every rank holds "
+            "the unpartitioned model. Fix: keep what you need from them (norms, values) and "
+            "drop the tensors before the GatheredParameters context ends");
+  }
+  return judgement;
+}
+
+}  // namespace trainrepro
