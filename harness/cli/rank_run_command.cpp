@@ -25,6 +25,7 @@ int run_rank(const RankRunArgs& args) {
     RunOptions options;
     options.device_override = args.device;
     options.cuda_available = cuda_is_available();
+    options.cuda_devices = cuda_device_count();
     options.golden_dir = args.golden_dir;
     result = run_loaded_scenario(*attempt.scenario, options);
   }

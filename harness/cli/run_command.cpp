@@ -54,6 +54,7 @@ int run_scenarios(const RunArgs& args) {
   RunOptions options;
   options.device_override = args.device;
   options.cuda_available = cuda_is_available();
+  options.cuda_devices = cuda_device_count();
   options.golden_dir = args.golden_dir;
   options.rank_timeout_seconds = args.rank_timeout_seconds;
 

@@ -26,6 +26,9 @@ class Communicator {
   virtual void barrier() = 0;
 
   int64_t bytes_sent() const { return bytes_sent_; }
+  // Wall seconds this rank spent blocked in collectives (Open MPI; NCCL only enqueues work on a
+  // stream, so its calls are not timed).
+  double collective_seconds() const { return collective_seconds_; }
 
  protected:
   // Ring algorithms: all-reduce sends 2(N-1)/N of the buffer, reduce-scatter and all-gather
@@ -35,9 +38,11 @@ class Communicator {
     if (n > 1) bytes_sent_ += passes * buffer_bytes * (n - 1) / n;
   }
   void count_bytes(int64_t bytes) { bytes_sent_ += bytes; }
+  void add_collective_seconds(double seconds) { collective_seconds_ += seconds; }
 
  private:
   int64_t bytes_sent_ = 0;
+  double collective_seconds_ = 0.0;
 };
 
 // MPI must be initialised (see mpi_session.h). Tensors must be contiguous CPU float32/float64.

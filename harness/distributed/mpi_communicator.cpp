@@ -1,6 +1,7 @@
 // The Open MPI backend of Communicator, for CPU tensors.
 #include <mpi.h>
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -33,6 +34,10 @@ void require_cpu_contiguous(const at::Tensor& tensor, const char* what) {
   }
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 int64_t bytes_of(const at::Tensor& tensor) {
   return tensor.numel() * static_cast<int64_t>(tensor.element_size());
 }
@@ -48,8 +53,10 @@ class MpiCommunicator final : public Communicator {
 
   void all_reduce_sum(at::Tensor& tensor) override {
     require_cpu_contiguous(tensor, "all_reduce tensor");
+    const auto start = std::chrono::steady_clock::now();
     MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), static_cast<int>(tensor.numel()),
                   mpi_type_of(tensor), MPI_SUM, MPI_COMM_WORLD);
+    add_collective_seconds(seconds_since(start));
     count_ring(bytes_of(tensor), 2);
   }
 
@@ -59,8 +66,10 @@ class MpiCommunicator final : public Communicator {
     if (input.numel() != output.numel() * world_size_) {
       throw std::invalid_argument("reduce_scatter: input must hold world_size output chunks");
     }
+    const auto start = std::chrono::steady_clock::now();
     MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(), static_cast<int>(output.numel()),
                              mpi_type_of(input), MPI_SUM, MPI_COMM_WORLD);
+    add_collective_seconds(seconds_since(start));
     count_ring(bytes_of(input), 1);
   }
 
@@ -70,20 +79,28 @@ class MpiCommunicator final : public Communicator {
     if (output.numel() != input.numel() * world_size_) {
       throw std::invalid_argument("all_gather: output must hold world_size input chunks");
     }
+    const auto start = std::chrono::steady_clock::now();
     MPI_Allgather(input.data_ptr(), static_cast<int>(input.numel()), mpi_type_of(input),
                   output.data_ptr(), static_cast<int>(input.numel()), mpi_type_of(output),
                   MPI_COMM_WORLD);
+    add_collective_seconds(seconds_since(start));
     count_ring(bytes_of(output), 1);
   }
 
   void broadcast(at::Tensor& tensor, int root) override {
     require_cpu_contiguous(tensor, "broadcast tensor");
+    const auto start = std::chrono::steady_clock::now();
     MPI_Bcast(tensor.data_ptr(), static_cast<int>(tensor.numel()), mpi_type_of(tensor), root,
               MPI_COMM_WORLD);
+    add_collective_seconds(seconds_since(start));
     if (rank_ == root) count_bytes(bytes_of(tensor));
   }
 
-  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+  void barrier() override {
+    const auto start = std::chrono::steady_clock::now();
+    MPI_Barrier(MPI_COMM_WORLD);
+    add_collective_seconds(seconds_since(start));
+  }
 
  private:
   int rank_ = 0;

@@ -1,5 +1,6 @@
 // ZeRO stage 0: every rank holds everything; gradients accumulate in each parameter's .grad and
-// are averaged across ranks in one flat all-reduce at the boundary (DeepSpeed buckets it too).
+// are averaged across ranks at the boundary, each in place (a flat bucket, as DeepSpeed uses,
+// would cost two copies of the model per step here for the same bytes on the wire).
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -17,17 +18,11 @@ class DataParallelStrategy final : public ZeroStrategy {
   void after_backward(bool boundary) override {
     if (!boundary || world_size_of(communicator_) == 1) return;
     c10::NoGradGuard no_grad;
-    std::vector<at::Tensor> gradients;
     for (at::Tensor& parameter : parameters_) {
-      if (!parameter.grad().defined()) parameter.mutable_grad() = at::zeros_like(parameter);
-      gradients.push_back(parameter.grad().reshape({-1}));
-    }
-    at::Tensor flat = at::cat(gradients);
-    average_across_ranks(communicator_, flat);
-    int64_t offset = 0;
-    for (at::Tensor& parameter : parameters_) {
-      parameter.mutable_grad().copy_(flat.narrow(0, offset, parameter.numel()).view_as(parameter));
-      offset += parameter.numel();
+      at::Tensor& gradient = parameter.mutable_grad();
+      if (!gradient.defined()) gradient = at::zeros_like(parameter);
+      if (!gradient.is_contiguous()) gradient = gradient.contiguous();
+      average_across_ranks(communicator_, gradient);
     }
   }
 

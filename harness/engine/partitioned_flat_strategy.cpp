@@ -51,7 +51,8 @@ class PartitionedFlatStrategy final : public ZeroStrategy {
   void after_backward(bool boundary) override {
     c10::NoGradGuard no_grad;
     if (!partition_gradients_) {
-      if (!boundary) return;
+      // With one rank the buffer already is the averaged shard.
+      if (!boundary || world_size_of(communicator_) == 1) return;
       // Reduce from a copy: the result lands in this rank's range of the same buffer.
       gradient_shard_.copy_(reduce_scatter_average(communicator_, flat_gradients_));
       return;
@@ -68,6 +69,7 @@ class PartitionedFlatStrategy final : public ZeroStrategy {
   bool gradients_partitioned() const override { return world_size_of(communicator_) > 1; }
 
   void after_update() override {
+    if (world_size_of(communicator_) == 1) return;  // the shard is the whole buffer
     c10::NoGradGuard no_grad;
     flat_parameters_.copy_(all_gather(communicator_, parameter_shard_));
   }

@@ -10,6 +10,7 @@
 // (torch's linear saves weight.t()) keeps that weight's storage alive until its backward;
 // DeepSpeed swaps in its own linear function to avoid it. The model states held between steps,
 // which the ZeRO formulas describe, are unaffected.
+#include <chrono>
 #include <map>
 
 #include <ATen/ATen.h>
@@ -160,6 +161,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   }
 
   void gather(const std::vector<size_t>& indices) {
+    const auto start = std::chrono::steady_clock::now();
     std::vector<size_t> missing;
     for (size_t i : indices) {
       if (parameters_[i].numel() == 0) missing.push_back(i);
@@ -167,6 +169,8 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     if (missing.empty()) return;
     const std::vector<at::Tensor> whole = whole_from_shards(parameter_shards_, missing);
     for (size_t k = 0; k < missing.size(); ++k) parameters_[missing[k]].set_data(whole[k]);
+    gate_seconds_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
   void release(const std::vector<size_t>& indices) {

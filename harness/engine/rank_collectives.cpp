@@ -27,7 +27,7 @@ double sum_across_ranks(Communicator* communicator, double value, at::Device dev
 
 at::Tensor reduce_scatter_average(Communicator* communicator, const at::Tensor& flat) {
   const int64_t ranks = world_size_of(communicator);
-  if (ranks == 1) return flat.clone();
+  if (ranks == 1) return flat;
   at::Tensor shard = at::empty({flat.numel() / ranks}, flat.options());
   communicator->reduce_scatter_sum(flat.contiguous(), shard);
   return shard.div_(static_cast<double>(ranks));

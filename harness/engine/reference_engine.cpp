@@ -1,5 +1,6 @@
 #include "harness/engine/reference_engine.h"
 
+#include <chrono>
 #include <cmath>
 
 #include <ATen/ATen.h>
@@ -29,7 +30,7 @@ void ReferenceEngine::backward(const at::Tensor& loss) {
   // DeepSpeed reduces gradients inside backward(): at the boundary micro-step (stages 0-1) or
   // after every micro-step (stages 2-3).
   const bool boundary = is_gradient_accumulation_boundary();
-  strategy_->after_backward(boundary);
+  timed_partition_work([&] { strategy_->after_backward(boundary); });
   if (boundary) {
     held_at_boundary_ = strategy_->held_bytes();
     held_at_boundary_.optimizer_states = optimizer_.state_bytes();
@@ -54,7 +55,17 @@ void ReferenceEngine::optimizer_step_bypassing_engine() {
   ++counters_.bypass_steps;
 }
 
-void ReferenceEngine::zero_grad() { strategy_->zero_grad(); }
+void ReferenceEngine::zero_grad() {
+  timed_partition_work([&] { strategy_->zero_grad(); });
+}
+
+template <typename Work>
+void ReferenceEngine::timed_partition_work(Work&& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  partition_seconds_ +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 template <typename Gather>
 auto ReferenceEngine::outside_engine_traffic(Gather&& gather) {
@@ -98,7 +109,7 @@ void ReferenceEngine::take_optimizer_step(bool through_engine) {
     event.gradient_norm = outside_engine_traffic([&] { return gradient_norm(); });
   }
   optimizer_.step(strategy_->owned_parameters(), strategy_->owned_gradients());
-  strategy_->after_update();
+  timed_partition_work([&] { strategy_->after_update(); });
   event.bytes_sent = engine_bytes_sent() - bytes_at_last_step_;
   bytes_at_last_step_ = engine_bytes_sent();
   if (!on_optimizer_step) return;

@@ -75,6 +75,9 @@ class ReferenceEngine {
   std::vector<at::Tensor> gather_full_parameters();
   // Bytes this rank's engine has sent, without the gathers made for observation.
   int64_t engine_bytes_sent() const;
+  // Seconds spent in the ZeRO stage's own work: reducing, partitioning, gathering and
+  // releasing (collectives included; see Communicator::collective_seconds for those alone).
+  double partition_seconds() const { return partition_seconds_ + strategy_->gate_seconds(); }
 
   // Optimizer steps for which events carry the whole gradients and parameters (gathering them
   // costs a collective at ZeRO stages 1-3). Must be the same on every rank.
@@ -90,6 +93,9 @@ class ReferenceEngine {
   // Runs `gather` without counting its traffic as the engine's.
   template <typename Gather>
   auto outside_engine_traffic(Gather&& gather);
+  // Runs `work` of the strategy and adds its time to partition_seconds().
+  template <typename Work>
+  void timed_partition_work(Work&& work);
 
   std::shared_ptr<ZooModel> model_;
   Plan plan_;
@@ -103,6 +109,7 @@ class ReferenceEngine {
   ModelStateBytes held_at_boundary_;
   int64_t observation_bytes_ = 0;
   int64_t bytes_at_last_step_ = 0;
+  double partition_seconds_ = 0.0;
 };
 
 }  // namespace trainrepro

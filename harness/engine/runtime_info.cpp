@@ -14,6 +14,8 @@ std::string torch_version() {
 
 bool cuda_is_available() { return at::hasCUDA(); }
 
+int cuda_device_count() { return at::hasCUDA() ? static_cast<int>(at::getNumGPUs()) : 0; }
+
 std::string describe_cuda() {
   if (!at::hasCUDA()) return "none";
   return std::to_string(at::getNumGPUs()) + " CUDA device(s)";

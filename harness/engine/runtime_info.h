@@ -7,6 +7,7 @@ namespace trainrepro {
 
 std::string torch_version();  // "2.11.0"
 bool cuda_is_available();
+int cuda_device_count();
 std::string describe_cuda();  // "1 CUDA device(s)" or "none"
 
 // Makes CUDA runs reproducible: deterministic algorithms, no TF32, a fixed cuBLAS workspace.

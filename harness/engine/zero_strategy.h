@@ -49,6 +49,13 @@ class ZeroStrategy {
   // ones of the current window.
   virtual std::vector<at::Tensor> full_gradients() = 0;
   virtual std::vector<at::Tensor> full_parameters() = 0;
+
+  // Seconds spent gathering and releasing parameters around units (stage 3), collectives
+  // included: work inside the model's forward and backward that the engine cannot time.
+  double gate_seconds() const { return gate_seconds_; }
+
+ protected:
+  double gate_seconds_ = 0.0;
 };
 
 // `parameters` are the model's, in named_parameters() order; stage 3 installs itself as the

@@ -82,8 +82,20 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
     return skipped_verdict(
         "skipped: the scenario requires CUDA and this machine has no usable GPU");
   }
-  const bool use_cuda = choice == DeviceChoice::cuda ||
-                        (choice == DeviceChoice::auto_detect && options.cuda_available);
+  bool use_cuda = choice == DeviceChoice::cuda ||
+                  (choice == DeviceChoice::auto_detect && options.cuda_available);
+  // One rank per GPU. When trainrepro launches the ranks itself they share this machine's GPUs;
+  // under an outer launcher (several machines) the launcher knows better.
+  const bool too_few_gpus = !launched_by_mpi() && scenario.world_size > options.cuda_devices;
+  if (use_cuda && too_few_gpus) {
+    if (choice == DeviceChoice::auto_detect) {
+      use_cuda = false;  // "auto" falls back to the CPU rather than share a GPU between ranks
+    } else {
+      return skipped_verdict("skipped: the scenario runs " + std::to_string(scenario.world_size) +
+                             " ranks on CUDA, one per GPU, and this machine has " +
+                             std::to_string(options.cuda_devices));
+    }
+  }
   return use_cuda ? Device::cuda : Device::cpu;
 }
 

@@ -12,6 +12,7 @@ namespace trainrepro {
 struct RunOptions {
   std::optional<DeviceChoice> device_override;  // --device
   bool cuda_available = false;
+  int cuda_devices = 0;
   std::string golden_dir = "golden";
   int rank_timeout_seconds = 600;  // a multi-rank run that takes longer is killed
 };
