@@ -57,9 +57,3 @@ TEST_F(MpiCollectives, NonContiguousTensorIsRefused) {
 
 }  // namespace
 }  // namespace trainrepro
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  trainrepro::ensure_mpi_initialized();
-  return RUN_ALL_TESTS();
-}

@@ -86,9 +86,3 @@ TEST_F(NcclOnGpu, EveryZeroStageOnCudaMatchesStageZeroOnCpu) {
 
 }  // namespace
 }  // namespace trainrepro
-
-int main(int argc, char** argv) {
-  ::testing::InitGoogleTest(&argc, argv);
-  trainrepro::ensure_mpi_initialized();
-  return RUN_ALL_TESTS();
-}

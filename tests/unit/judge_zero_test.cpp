@@ -1,0 +1,96 @@
+// Judging model states and traffic against the ZeRO paper: exact figures pass, a rank holding
+// or sending more than the formula says fails with the numbers, and at stage 3 tensors beyond the
+// model states the size of the whole model are named as gathered parameters kept alive.
+#include <gtest/gtest.h>
+
+#include "harness/verdict/judge_zero.h"
+
+namespace trainrepro {
+namespace {
+
+constexpr int64_t kNumel = 1000;  // Ψ, a multiple of every world size used here
+
+class JudgeZero : public ::testing::Test {
+ protected:
+  // A float32 AdamW run at `stage` on `ranks` whose last step held and sent what it should.
+  void make_run(int64_t stage, int64_t ranks) {
+    plan_.zero_stage = stage;
+    plan_.batch = {32, 4, 4, ranks, {}};
+    plan_.optimizer.kind = OptimizerKind::adamw;
+    trace_.parameter_numel = kNumel;
+    trace_.partitioned_numel = kNumel;
+    OptimizerStepRecord step;
+    step.model_states = expected_model_states(stage, ranks, kNumel, {4, 4, 8});
+    step.bytes_sent = expected_bytes_sent_per_step(stage, ranks, 4, 4 * kNumel);
+    trace_.steps = {step, step};
+    MemorySample boundary;
+    boundary.point = SamplePoint::boundary;
+    boundary.cpu_tensor_bytes = step.model_states.total() + 200;  // plus a batch and a loss
+    trace_.memory = {boundary};
+  }
+  ZeroJudgement judge() { return judge_zero(scenario_, plan_, trace_); }
+
+  Scenario scenario_;
+  Plan plan_;
+  Trace trace_;
+};
+
+TEST_F(JudgeZero, ExactFiguresPassAtEveryStage) {
+  for (int64_t stage = 0; stage <= 3; ++stage) {
+    make_run(stage, 4);
+    const ZeroJudgement judgement = judge();
+    EXPECT_TRUE(judgement.judged);
+    EXPECT_DOUBLE_EQ(judgement.model_states_ratio, 1.0) << "stage " << stage;
+    EXPECT_DOUBLE_EQ(judgement.traffic_ratio, 1.0) << "stage " << stage;
+    EXPECT_TRUE(judgement.diagnoses.empty()) << "stage " << stage;
+  }
+}
+
+TEST_F(JudgeZero, UnpartitionedOptimizerStateAtStageOneFails) {
+  make_run(1, 4);
+  trace_.steps.back().model_states.optimizer_states = 8 * kNumel;  // K, not K/N
+  const ZeroJudgement judgement = judge();
+  ASSERT_EQ(judgement.diagnoses.size(), 1u);
+  EXPECT_EQ(judgement.diagnoses[0], DiagnosisKind::model_states_differ_from_zero);
+  EXPECT_NE(judgement.explanations[0].find("ZeRO stage 1 on 4 ranks should hold"),
+            std::string::npos)
+      << judgement.explanations[0];
+}
+
+TEST_F(JudgeZero, ReducingAtTheBoundaryOnlyAtStageTwoIsCaughtByTraffic) {
+  make_run(2, 2);
+  // Stage 0/1 traffic (2Ψ) where stage 2 with GAS 4 reduce-scatters every micro-step (5Ψ).
+  trace_.steps.back().bytes_sent = expected_bytes_sent_per_step(1, 2, 4, 4 * kNumel);
+  const ZeroJudgement judgement = judge();
+  ASSERT_EQ(judgement.diagnoses.size(), 1u);
+  EXPECT_EQ(judgement.diagnoses[0], DiagnosisKind::traffic_differs_from_zero);
+  EXPECT_NEAR(judgement.traffic_ratio, 0.4, 1e-12);
+}
+
+TEST_F(JudgeZero, TrafficIsOnlyReportedWhenTheLoopEvaluates) {
+  make_run(3, 2);
+  scenario_.loop.evaluation = EvaluationSpec{};
+  trace_.steps.back().bytes_sent *= 2;
+  const ZeroJudgement judgement = judge();
+  EXPECT_FALSE(judgement.traffic_judged);
+  EXPECT_TRUE(judgement.diagnoses.empty());
+}
+
+TEST_F(JudgeZero, WholeModelAliveBeyondStageThreeStatesIsGatheredParametersKept) {
+  make_run(3, 2);
+  trace_.steps.back().harness_tensor_bytes = 50000;  // the harness's copies do not count
+  trace_.memory.back().cpu_tensor_bytes += 50000;
+  EXPECT_TRUE(judge().diagnoses.empty());
+  trace_.memory.back().cpu_tensor_bytes += 4 * kNumel;  // a full float32 copy of Ψ
+  const ZeroJudgement judgement = judge();
+  ASSERT_EQ(judgement.diagnoses.size(), 1u);
+  EXPECT_EQ(judgement.diagnoses[0], DiagnosisKind::gathered_parameters_kept);
+}
+
+TEST_F(JudgeZero, OneRankWithoutZeroIsNotJudged) {
+  make_run(0, 1);
+  EXPECT_FALSE(judge().judged);
+}
+
+}  // namespace
+}  // namespace trainrepro
