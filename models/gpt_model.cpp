@@ -10,6 +10,8 @@
 
 #include <ATen/ATen.h>
 
+#include "models/linear_saving_weight.h"
+
 namespace trainrepro {
 namespace {
 
@@ -29,14 +31,18 @@ class GptBlockImpl : public torch::nn::Module {
     mlp_out_ = register_module("mlp_out", torch::nn::Linear(4 * d, d));
   }
 
-  // x (N, S, D); allowed (N, 1, S, S): may query i attend to key j
-  at::Tensor forward(const at::Tensor& x, const at::Tensor& allowed) {
+  // x (N, S, D); allowed (N, 1, S, S): may query i attend to key j. `partitioned`: the
+  // parameters are released between units (ZeRO stage 3), see linear_saving_weight.h.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& allowed, bool partitioned) {
+    const auto linear = [partitioned](torch::nn::Linear& layer, const at::Tensor& input) {
+      return apply_linear(*layer, input, partitioned);
+    };
     const int64_t n = x.size(0), s = x.size(1), d = x.size(2), head_dim = d / heads_;
     // (N, S, D) -> (N, H, S, D/H); head h owns channels [h*D/H, (h+1)*D/H)
     const auto split_heads = [&](const at::Tensor& t) {
       return t.reshape({n, s, heads_, head_dim}).transpose(1, 2);
     };
-    const std::vector<at::Tensor> qkv = attn_qkv_(ln1_(x)).chunk(3, /*dim=*/-1);
+    const std::vector<at::Tensor> qkv = linear(attn_qkv_, ln1_(x)).chunk(3, /*dim=*/-1);
     const at::Tensor q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
     const at::Tensor scores =
         q.matmul(k.transpose(-2, -1)) / std::sqrt(static_cast<double>(head_dim));  // (N,H,S,S)
@@ -44,8 +50,8 @@ class GptBlockImpl : public torch::nn::Module {
         scores.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity())
             .softmax(/*dim=*/-1);
     const at::Tensor attended = probs.matmul(v).transpose(1, 2).reshape({n, s, d});
-    const at::Tensor h = x + attn_out_(attended);
-    return h + mlp_out_(at::gelu(mlp_in_(ln2_(h)), /*approximate=*/"none"));
+    const at::Tensor h = x + linear(attn_out_, attended);
+    return h + linear(mlp_out_, at::gelu(linear(mlp_in_, ln2_(h)), /*approximate=*/"none"));
   }
 
  private:
@@ -94,10 +100,11 @@ at::Tensor GptModel::forward(const at::Tensor& inputs) {
       run_unit(*position_embedding_, [&] { return position_embedding_->weight.narrow(0, 0, s); });
   for (const auto& block : *blocks_) {
     auto* gpt_block = block->as<GptBlockImpl>();
-    x = run_unit(*gpt_block, [&] { return gpt_block->forward(x, allowed); });
+    x = run_unit(*gpt_block,
+                 [&] { return gpt_block->forward(x, allowed, parameters_partitioned()); });
   }
   x = run_unit(*ln_f_, [&] { return ln_f_(x); });
-  return run_unit(*head_, [&] { return head_(x); });
+  return run_unit(*head_, [&] { return apply_linear(*head_, x, parameters_partitioned()); });
 }
 
 at::Tensor GptModel::loss_sum_of(const at::Tensor& outputs, const Batch& batch) {

@@ -6,6 +6,8 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/linear.h>
 
+#include "models/linear_saving_weight.h"
+
 namespace trainrepro {
 namespace {
 
@@ -37,7 +39,7 @@ at::Tensor MlpModel::forward(const at::Tensor& inputs) {
   at::Tensor x = inputs;
   for (size_t i = 0; i < layers_->size(); ++i) {
     auto& layer = layers_->at<torch::nn::LinearImpl>(i);
-    x = run_unit(layer, [&] { return layer.forward(x); });
+    x = run_unit(layer, [&] { return apply_linear(layer, x, parameters_partitioned()); });
     if (i + 1 < layers_->size()) x = activate(x, activation_);
   }
   return x;

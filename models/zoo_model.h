@@ -29,6 +29,9 @@ class ZooModel : public torch::nn::Module {
  public:
   // The gate outlives the model's use of it; null removes it.
   void set_parameter_gate(ParameterGate* gate) { gate_ = gate; }
+  // Whether parameters are released between units: layers must then not let autograd keep
+  // views of their weights (see linear_saving_weight.h).
+  bool parameters_partitioned() const { return gate_ != nullptr; }
 
   // The model's outputs for a batch (logits or predictions), with autograd history. Kept apart
   // from the loss because keeping outputs across steps is one of the habits that leak memory.

@@ -6,10 +6,10 @@
 // the unit's backward runs. After the backward the fresh gradients are reduce-scattered in one
 // collective into the gradient shards and every parameter is released again.
 //
-// Known difference from DeepSpeed: an operation that saved a *view* of a weight for backward
-// (torch's linear saves weight.t()) keeps that weight's storage alive until its backward;
-// DeepSpeed swaps in its own linear function to avoid it. The model states held between steps,
-// which the ZeRO formulas describe, are unaffected.
+// A layer must not let autograd keep a view of a weight for backward (torch's linear saves
+// weight.t()): the view would keep the released storage alive until backward. The zoo's linear
+// layers save the weight itself while a gate is set (models/linear_saving_weight.h), as
+// DeepSpeed's own linear function does.
 #include <chrono>
 #include <map>
 

@@ -9,6 +9,7 @@
 #include "harness/distributed/communicator.h"
 #include "harness/engine/model_states.h"
 #include "harness/engine/reference_engine.h"
+#include "harness/memory/counting_cpu_allocator.h"
 #include "models/sample_source.h"
 
 namespace trainrepro {
@@ -109,6 +110,42 @@ TEST_P(ZeroEngineAcrossRanks, MatchesOneRankAndTheZeroFormulas) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, ZeroEngineAcrossRanks, ::testing::Values(0, 1, 2, 3));
+
+// Live CPU tensor bytes that one forward adds: the activations autograd keeps, plus whatever
+// parameters stay gathered until backward.
+int64_t bytes_added_by_forward(const ModelSpec& model_spec, int64_t stage,
+                               Communicator* communicator) {
+  const int64_t ranks = communicator->world_size();
+  auto model = build_model(model_spec, at::kDouble, at::kCPU);
+  ReferenceEngine engine(model, plan_for(stage, kMicroBatch, ranks), communicator);
+  const int64_t first = communicator->rank() * kMicroBatch;
+  const Batch batch = SampleSource(DataSpec{"classification", ClassificationData{64, 8}, 13})
+                          .samples(first, first + kMicroBatch, at::kDouble, at::kCPU);
+  const int64_t before = CountingCpuAllocator::stats().live_bytes;
+  const at::Tensor loss = model->loss_sum(batch) / static_cast<double>(batch.items);
+  const int64_t added = CountingCpuAllocator::stats().live_bytes - before;
+  engine.backward(loss);  // every rank takes part in the same collectives
+  engine.step();
+  return added;
+}
+
+class ZeroStageThreeAcrossRanks : public ::testing::Test {
+ protected:
+  void SetUp() override { communicator_ = make_mpi_communicator(); }
+  std::unique_ptr<Communicator> communicator_;
+};
+
+TEST_F(ZeroStageThreeAcrossRanks, HoldsNoGatheredWeightsBetweenForwardAndBackward) {
+  const ModelSpec model{"mlp", MlpOptions{{64, 256, 256, 8}, Activation::gelu}, 14};
+  const int64_t parameter_bytes = (64 * 256 + 256 + 256 * 256 + 256 + 256 * 8 + 8) * 8;
+  CountingCpuAllocator::install();
+  const int64_t stage0 = bytes_added_by_forward(model, 0, communicator_.get());
+  const int64_t stage3 = bytes_added_by_forward(model, 3, communicator_.get());
+  CountingCpuAllocator::uninstall();
+  // Had autograd kept views of the weights, stage 3 would hold the whole model here.
+  EXPECT_LT(stage3 - stage0, parameter_bytes / 10)
+      << "stage 0 forward added " << stage0 << " bytes, stage 3 " << stage3;
+}
 
 }  // namespace
 }  // namespace trainrepro
