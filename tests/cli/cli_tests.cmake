@@ -103,6 +103,12 @@ add_cli_test(hung-rank-is-killed-after-the-timeout 3
 set_tests_properties(cli/hung-rank-is-killed-after-the-timeout PROPERTIES
                      ENVIRONMENT "TRAINREPRO_FAULT_HANG_RANK=1:1" LABELS "cli;distributed"
                      TIMEOUT 120)
+add_cli_test(killed-rank-mid-gather-at-zero-stage-3-ends-the-run 3
+  [=[4 ranks ended \(mpirun exit code [0-9]+\) before rank 0 wrote a result.*rank 2]=]
+  run scenarios/zero/matrix-stage3-ws4-gas4-sgd.json)
+set_tests_properties(cli/killed-rank-mid-gather-at-zero-stage-3-ends-the-run PROPERTIES
+                     ENVIRONMENT "TRAINREPRO_FAULT_KILL_RANK=2:1" LABELS "cli;distributed"
+                     TIMEOUT 120)
 
 # --- run: ZeRO ----------------------------------------------------------------------------
 add_cli_test(run-refuses-loop-habit-around-the-engine-at-zero-stage-2 2
