@@ -3,8 +3,11 @@
 // is the model's parameter gate: before a unit's forward it all-gathers that unit's parameters
 // and swaps them into the parameter tensors (set_data, as DeepSpeed assigns param.data); after
 // the forward it releases them, and a hook on the unit's output gathers them again just before
-// the unit's backward runs. After the backward the fresh gradients are reduce-scattered in one
-// collective into the gradient shards and every parameter is released again.
+// the unit's backward runs. That hook also releases the unit gathered before it: backward runs
+// units in reverse, and autograd runs gradient accumulation into .grad ahead of all other ready
+// work, so the previous unit is finished with its parameters by then. After the backward the
+// fresh gradients are reduce-scattered in one collective into the gradient shards and the last
+// unit is released.
 //
 // A layer must not let autograd keep a view of a weight for backward (torch's linear saves
 // weight.t()): the view would keep the released storage alive until backward. The zoo's linear
@@ -57,7 +60,11 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     release(indices);
     if (output.requires_grad()) {
       // Fires when the gradient of the unit's output is ready, i.e. before the unit's backward.
-      output.register_hook([this, indices](const at::Tensor&) { gather(indices); });
+      output.register_hook([this, indices](const at::Tensor&) {
+        release(gathered_for_backward_);
+        gather(indices);
+        gathered_for_backward_ = indices;
+      });
     }
   }
 
@@ -83,6 +90,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
       if (parameters_[i].grad().defined()) parameters_[i].mutable_grad().reset();
     }
     release(all_indices());
+    gathered_for_backward_.clear();
   }
 
   std::vector<at::Tensor> owned_parameters() override { return parameter_shards_; }
@@ -186,6 +194,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   std::vector<at::Tensor> gradient_shards_;
   at::Tensor empty_;
   int64_t padded_numel_ = 0;
+  std::vector<size_t> gathered_for_backward_;  // the unit whose backward runs now
 };
 
 }  // namespace

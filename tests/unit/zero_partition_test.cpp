@@ -114,5 +114,30 @@ TEST(ZeroStagesOnOneRank, GptTrainsExactlyAsWithoutZero) {
                                         {"token_sequences", TokenSequenceData{16, 2, 8}, 6});
 }
 
+// DeepSpeed releases each module once its backward is done; so must stage 3 here. When the first
+// layer's weight gradient arrives (the end of backward), the later layers must hold nothing.
+TEST(ZeroStageThree, ReleasesEachLayerOnceItsBackwardIsDone) {
+  Plan plan;
+  plan.batch = {4, 4, 1, 1, {}};
+  plan.dtype = EngineDtype::float64;
+  plan.zero_stage = 3;
+  plan.optimizer.kind = OptimizerKind::sgd;
+  auto model =
+      build_model({"mlp", MlpOptions{{8, 8, 8, 8}, Activation::tanh}, 7}, at::kDouble, at::kCPU);
+  ReferenceEngine engine(model, plan);
+  std::vector<int64_t> later_layer_sizes;
+  at::Tensor first_weight = engine.parameters()[0];  // layers.0.weight
+  first_weight.register_hook([&](const at::Tensor&) {
+    for (size_t i = 2; i < engine.parameters().size(); ++i) {
+      later_layer_sizes.push_back(engine.parameters()[i].numel());
+    }
+  });
+  const Batch batch = SampleSource({"classification", ClassificationData{8, 8}, 8})
+                          .samples(0, 4, at::kDouble, at::kCPU);
+  engine.backward(model->loss_sum(batch) / 4.0);
+  engine.step();
+  EXPECT_EQ(later_layer_sizes, std::vector<int64_t>(4, 0)) << "layers 1 and 2 still gathered";
+}
+
 }  // namespace
 }  // namespace trainrepro
