@@ -34,10 +34,6 @@ void require_cpu_contiguous(const at::Tensor& tensor, const char* what) {
   }
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 int64_t bytes_of(const at::Tensor& tensor) {
   return tensor.numel() * static_cast<int64_t>(tensor.element_size());
 }
@@ -53,10 +49,10 @@ class MpiCommunicator final : public Communicator {
 
   void all_reduce_sum(at::Tensor& tensor) override {
     require_cpu_contiguous(tensor, "all_reduce tensor");
-    const auto start = std::chrono::steady_clock::now();
-    MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), static_cast<int>(tensor.numel()),
-                  mpi_type_of(tensor), MPI_SUM, MPI_COMM_WORLD);
-    add_collective_seconds(seconds_since(start));
+    timed([&] {
+      MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), static_cast<int>(tensor.numel()),
+                    mpi_type_of(tensor), MPI_SUM, MPI_COMM_WORLD);
+    });
     count_ring(bytes_of(tensor), 2);
   }
 
@@ -66,10 +62,11 @@ class MpiCommunicator final : public Communicator {
     if (input.numel() != output.numel() * world_size_) {
       throw std::invalid_argument("reduce_scatter: input must hold world_size output chunks");
     }
-    const auto start = std::chrono::steady_clock::now();
-    MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(), static_cast<int>(output.numel()),
-                             mpi_type_of(input), MPI_SUM, MPI_COMM_WORLD);
-    add_collective_seconds(seconds_since(start));
+    timed([&] {
+      MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(),
+                               static_cast<int>(output.numel()), mpi_type_of(input), MPI_SUM,
+                               MPI_COMM_WORLD);
+    });
     count_ring(bytes_of(input), 1);
   }
 
@@ -79,30 +76,37 @@ class MpiCommunicator final : public Communicator {
     if (output.numel() != input.numel() * world_size_) {
       throw std::invalid_argument("all_gather: output must hold world_size input chunks");
     }
-    const auto start = std::chrono::steady_clock::now();
-    MPI_Allgather(input.data_ptr(), static_cast<int>(input.numel()), mpi_type_of(input),
-                  output.data_ptr(), static_cast<int>(input.numel()), mpi_type_of(output),
-                  MPI_COMM_WORLD);
-    add_collective_seconds(seconds_since(start));
+    timed([&] {
+      MPI_Allgather(input.data_ptr(), static_cast<int>(input.numel()), mpi_type_of(input),
+                    output.data_ptr(), static_cast<int>(input.numel()), mpi_type_of(output),
+                    MPI_COMM_WORLD);
+    });
     count_ring(bytes_of(output), 1);
   }
 
   void broadcast(at::Tensor& tensor, int root) override {
     require_cpu_contiguous(tensor, "broadcast tensor");
-    const auto start = std::chrono::steady_clock::now();
-    MPI_Bcast(tensor.data_ptr(), static_cast<int>(tensor.numel()), mpi_type_of(tensor), root,
-              MPI_COMM_WORLD);
-    add_collective_seconds(seconds_since(start));
+    timed([&] {
+      MPI_Bcast(tensor.data_ptr(), static_cast<int>(tensor.numel()), mpi_type_of(tensor), root,
+                MPI_COMM_WORLD);
+    });
     if (rank_ == root) count_bytes(bytes_of(tensor));
   }
 
   void barrier() override {
-    const auto start = std::chrono::steady_clock::now();
-    MPI_Barrier(MPI_COMM_WORLD);
-    add_collective_seconds(seconds_since(start));
+    timed([&] { MPI_Barrier(MPI_COMM_WORLD); });
   }
 
  private:
+  // Runs one blocking MPI call and adds its wall time to collective_seconds().
+  template <typename Call>
+  void timed(Call&& call) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    add_collective_seconds(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+
   int rank_ = 0;
   int world_size_ = 1;
 };

@@ -15,8 +15,4 @@ double sum_of_squares(const std::vector<at::Tensor>& gradients);
 // Scales the gradients in place when `total_norm` exceeds `max_norm` (> 0).
 void clip_to_norm(const std::vector<at::Tensor>& gradients, double total_norm, double max_norm);
 
-// One rank holding every gradient: the parameters' .grad. Returns the norm before clipping.
-double global_gradient_norm(const std::vector<at::Tensor>& parameters);
-double clip_gradients_by_global_norm(const std::vector<at::Tensor>& parameters, double max_norm);
-
 }  // namespace trainrepro

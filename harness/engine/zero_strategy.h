@@ -44,9 +44,10 @@ class ZeroStrategy {
   // The element count the stage partitions, after padding (Ψ for stage 0).
   virtual int64_t padded_numel() const = 0;
 
-  // The whole model, shaped like the parameters, for comparison with the golden: fresh
-  // tensors (a collective when partitioned; call on every rank). Gradients are the averaged
-  // ones of the current window.
+  // The whole model, shaped like the parameters, for comparison with the golden (a collective
+  // when partitioned; call on every rank). Gradients are fresh copies of the averaged ones of the
+  // current window; parameters are the live tensors where the stage keeps them whole (0-2) and
+  // freshly gathered ones at stage 3.
   virtual std::vector<at::Tensor> full_gradients() = 0;
   virtual std::vector<at::Tensor> full_parameters() = 0;
 
