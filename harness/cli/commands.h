@@ -11,6 +11,7 @@ namespace trainrepro {
 struct ConfigResolveArgs {
   std::string config_file;
   int64_t world_size = 1;
+  std::string deepspeed_version;  // empty: the newest release the harness knows
 };
 int run_config_resolve(const ConfigResolveArgs& args);
 

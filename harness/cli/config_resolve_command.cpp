@@ -1,5 +1,6 @@
-// `trainrepro config resolve DS_CONFIG.json --world-size N`: DeepSpeed's batch resolution for a
-// user's own config, with DeepSpeed's messages for invalid combinations.
+// `trainrepro config resolve DS_CONFIG.json --world-size N`: what DeepSpeedConfig's constructor
+// makes of a user's own config (read as hjson, as DeepSpeed reads files) in the named release:
+// the batch resolution, or DeepSpeed's message for what it refuses.
 #include <iostream>
 
 #include "harness/cli/commands.h"
@@ -11,9 +12,22 @@
 namespace trainrepro {
 
 int run_config_resolve(const ConfigResolveArgs& args) {
+  const std::string version = args.deepspeed_version.empty() ? newest_deepspeed_release().version
+                                                             : args.deepspeed_version;
+  std::string note;
+  const DeepSpeedRelease* release = find_deepspeed_release(version, note);
+  if (!release) {
+    std::cerr << "--deepspeed-version: expected a DeepSpeed release this harness knows ("
+              << describe_known_releases() << "), found \"" << version << "\"\n";
+    return kExitBadInput;
+  }
+  if (!note.empty()) std::cerr << "note: " << note << "\n";
+  // Batch sizes need no optimizer: a config whose optimizer the engine lacks still resolves.
   DeepSpeedConfig config;
   try {
-    config = read_deepspeed_config(read_json_file(args.config_file), args.config_file, "");
+    config = read_deepspeed_config(
+        read_json_file(args.config_file, JsonDialect::deepspeed_config), args.config_file, "",
+        *release);
   } catch (const ScenarioError& error) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;
@@ -32,6 +46,7 @@ int run_config_resolve(const ConfigResolveArgs& args) {
       {"train_micro_batch_size_per_gpu", batch.micro_batch_per_gpu},
       {"gradient_accumulation_steps", batch.gradient_accumulation_steps},
       {"world_size", batch.world_size},
+      {"deepspeed_version", release->version},
   };
   std::cout << resolved.dump() << "\n";
   return kExitOk;

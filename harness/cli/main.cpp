@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/thread_budget.h"
 #include "harness/verdict/verdict.h"
 
 namespace {
@@ -46,6 +47,8 @@ int main(int argc, char** argv) {
   resolve->add_option("DS_CONFIG", resolve_args.config_file, "the ds_config.json")->required();
   resolve->add_option("--world-size", resolve_args.world_size, "data-parallel ranks (default 1)")
       ->check(CLI::PositiveNumber);
+  resolve->add_option("--deepspeed-version", resolve_args.deepspeed_version,
+                      "the DeepSpeed release whose rules apply (default the newest known)");
   resolve->footer(kExitCodes);
 
   RunArgs run_args;
@@ -99,6 +102,13 @@ int main(int argc, char** argv) {
     return app.exit(version);
   } catch (const CLI::ParseError& error) {
     app.exit(error);  // prints the message and usage
+    return kExitBadInput;
+  }
+
+  try {
+    cap_torch_threads(launcher_world_size());
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "trainrepro: " << error.what() << "\n";
     return kExitBadInput;
   }
 

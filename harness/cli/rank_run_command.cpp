@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/thread_budget.h"
 #include "harness/distributed/mpi_session.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/files/atomic_write.h"
@@ -23,6 +24,7 @@ int run_rank(const RankRunArgs& args) {
   ScenarioResult result = attempt.failure;
   if (attempt.scenario) {
     RunOptions options;
+    options.launcher_world_size = launcher_world_size();
     options.device_override = args.device;
     options.cuda_available = cuda_is_available();
     options.cuda_devices = cuda_device_count();

@@ -9,6 +9,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/scenario_discovery.h"
+#include "harness/cli/thread_budget.h"
 #include "harness/distributed/mpi_session.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/pipeline/run_scenario.h"
@@ -42,7 +43,7 @@ int run_scenarios(const RunArgs& args) {
   if (!discovered.errors.empty()) return kExitBadInput;
 
   // Started by mpirun or srun (`mpirun -np 2 trainrepro run …`): every rank runs the scenarios
-  // and joins the multi-rank ones, but only rank 0 reports.
+  // of that world size together (the others are skipped), and only rank 0 reports.
   const bool reporting_rank = rank_from_launcher_environment() == 0;
   std::ostringstream quiet;
   std::vector<std::unique_ptr<Reporter>> reporters;
@@ -57,6 +58,7 @@ int run_scenarios(const RunArgs& args) {
   options.cuda_devices = cuda_device_count();
   options.golden_dir = args.golden_dir;
   options.rank_timeout_seconds = args.rank_timeout_seconds;
+  options.launcher_world_size = launcher_world_size();
 
   std::vector<ScenarioResult> results;
   std::map<std::string, std::string> file_of_name;  // names must be unique: they name files

@@ -38,6 +38,9 @@ void ReferenceEngine::backward(const at::Tensor& loss) {
 }
 
 bool ReferenceEngine::is_gradient_accumulation_boundary() const {
+  // Unmanaged accumulation (DeepSpeed 0.19.4+): every step() is a boundary, so the gradients
+  // each backward leaves are reduced and stepped on at once.
+  if (!plan_.managed_gradient_accumulation) return true;
   return (counters_.micro_steps + 1) % plan_.batch.gradient_accumulation_steps == 0;
 }
 

@@ -50,7 +50,9 @@ std::string step_prefix(size_t step) { return "step" + std::to_string(step) + "/
 }  // namespace
 
 bool needs_golden(const Scenario& scenario) {
-  return scenario.expect.outcome != ExpectedOutcome::config_error;
+  // A config error, or an optimizer DeepSpeed refuses by name, stops before any training.
+  return scenario.expect.outcome != ExpectedOutcome::config_error &&
+         scenario.deepspeed.optimizer.has_value();
 }
 
 std::string regenerate_command(const Scenario& scenario) {

@@ -1,11 +1,23 @@
 #include "harness/golden/tensor_comparison.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include <ATen/ATen.h>
 
 namespace trainrepro {
+namespace {
+
+std::string shape_text(const at::Tensor& tensor) {
+  std::string text = "[";
+  for (int64_t d = 0; d < tensor.dim(); ++d) {
+    text += (d ? "," : "") + std::to_string(tensor.size(d));
+  }
+  return text + "]";
+}
+
+}  // namespace
 
 Tolerance default_tolerance(EngineDtype dtype) {
   return dtype == EngineDtype::float64 ? Tolerance{1e-7, 1e-7} : Tolerance{1.3e-6, 1e-5};
@@ -19,32 +31,53 @@ TensorComparison compare_tensors(const std::string& name, const at::Tensor& actu
   TensorComparison result;
   result.name = name;
   result.elements = expected.numel();
+  // No broadcasting: a [4] against a [1, 4] (or a transposed weight) is a different tensor.
+  if (!actual.sizes().equals(expected.sizes())) {
+    result.shape_mismatch = "shape " + shape_text(actual) + " vs golden " + shape_text(expected);
+    result.within_tolerance = false;
+    result.mismatched = std::max(actual.numel(), expected.numel());
+    result.tolerance_used = std::numeric_limits<double>::infinity();
+    return result;
+  }
   if (result.elements == 0) return result;
 
-  const at::Tensor actual_nan = actual.isnan();
-  const at::Tensor expected_nan = expected.isnan();
-  const at::Tensor nan_disagrees = actual_nan.ne(expected_nan);
-  const at::Tensor both_nan = actual_nan.logical_and(expected_nan);
+  // Non-finite values are equal only to the same value: NaN to NaN, +Inf to +Inf, -Inf to
+  // -Inf. Arithmetic cannot say so (Inf - Inf is NaN, and an Inf golden allows Inf error).
+  const at::Tensor actual_finite = actual.isfinite();
+  const at::Tensor expected_finite = expected.isfinite();
+  const at::Tensor both_nan = actual.isnan().logical_and(expected.isnan());
+  const at::Tensor same_infinity = actual.isinf().logical_and(actual.eq(expected));
+  const at::Tensor equal_non_finite = both_nan.logical_or(same_infinity);
+  const at::Tensor non_finite_disagrees = actual_finite.logical_and(expected_finite)
+                                              .logical_not()
+                                              .logical_and(equal_non_finite.logical_not());
+  const at::Tensor comparable = actual_finite.logical_and(expected_finite);
 
-  at::Tensor error = (actual - expected).abs().masked_fill(both_nan, 0.0);
-  at::Tensor allowed = expected.abs().mul(tolerance.rtol).add(tolerance.atol);
+  at::Tensor error = (actual - expected).abs().masked_fill(comparable.logical_not(), 0.0);
+  at::Tensor allowed = expected.abs()
+                           .mul(tolerance.rtol)
+                           .add(tolerance.atol)
+                           .masked_fill(comparable.logical_not(), 1.0);
   if (allowance.defined()) allowed = allowed + allowance.to(at::kDouble);
-  const at::Tensor outside = error.gt(allowed).logical_or(nan_disagrees);
+  const at::Tensor outside = error.gt(allowed).logical_or(non_finite_disagrees);
   result.mismatched = outside.sum().item<int64_t>();
   result.within_tolerance = result.mismatched == 0;
 
   const at::Tensor finite_error = error.nan_to_num(0.0, 0.0, 0.0);
-  result.max_abs_error = finite_error.max().item<double>();
-  const at::Tensor nonzero = expected.ne(0.0).logical_and(expected_nan.logical_not());
+  result.max_abs_error = non_finite_disagrees.any().item<bool>()
+                             ? std::numeric_limits<double>::infinity()
+                             : finite_error.max().item<double>();
+  const at::Tensor nonzero = expected.ne(0.0).logical_and(comparable);
   if (nonzero.any().item<bool>()) {
     result.max_rel_error = finite_error.masked_select(nonzero)
                                .div(expected.abs().masked_select(nonzero))
                                .max()
                                .item<double>();
   }
-  // The worst element is the one that uses most of its allowed error; a NaN disagreement wins.
+  // The worst element is the one that uses most of its allowed error; a non-finite
+  // disagreement wins.
   at::Tensor used = finite_error.div(allowed.clamp_min(1e-300));
-  used = used.masked_fill(nan_disagrees, std::numeric_limits<double>::infinity());
+  used = used.masked_fill(non_finite_disagrees, std::numeric_limits<double>::infinity());
   const int64_t flat_worst = used.reshape({-1}).argmax().item<int64_t>();
   result.tolerance_used = used.reshape({-1})[flat_worst].item<double>();
   result.worst_actual = actual.reshape({-1})[flat_worst].item<double>();

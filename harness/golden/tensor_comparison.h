@@ -1,5 +1,6 @@
 // Compares a run's tensor with the golden's, elementwise: |a - b| <= atol + rtol * |b| (plus an
-// optional per-element allowance), NaN positions equal. Reports the numbers a person needs to
+// optional per-element allowance), same shapes only (no broadcasting); NaN equals NaN and
+// +-Inf equals the same infinity, any other non-finite value is a mismatch. Reports the numbers a person needs to
 // judge: max abs and rel error, worst index, norm ratio, cosine similarity, % of tolerance used.
 #pragma once
 #include <cstdint>
@@ -33,6 +34,7 @@ struct TensorComparison {
   double tolerance_used = 0.0;  // max over elements of |a - b| / allowed (1.0 = at the limit)
   double norm_ratio = 1.0;      // ||a|| / ||b||
   double cosine = 1.0;          // <a, b> / (||a|| ||b||)
+  std::string shape_mismatch;   // "shape [4,16] vs golden [16,4]"; empty when shapes agree
 };
 
 // `allowance`, when defined, is added elementwise to the allowed error (same shape as expected).

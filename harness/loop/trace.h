@@ -50,6 +50,9 @@ struct Trace {
   EngineCounters counters;
   std::vector<MemorySample> memory;
   std::vector<LiveAllocation> live_at_end;    // CPU tensor allocations alive when the loop ended
+  // Host heap one kept tensor costs beyond its bytes (TensorImpl, StorageImpl, allocator
+  // header), measured in this process: what a leak of tensors alone adds to the heap.
+  int64_t tensor_bookkeeping_bytes = 0;
   int64_t evaluation_peak_bytes = 0;          // largest rise of tensor memory in an evaluation
   int64_t evaluation_peak_bytes_no_grad = 0;  // the same evaluation under no_grad, for scale
   std::vector<CudaSnapshot> cuda_snapshots;

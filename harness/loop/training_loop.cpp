@@ -22,7 +22,9 @@ at::Device device_of(Device device) {
   return device == Device::cuda ? at::Device(at::kCUDA) : at::Device(at::kCPU);
 }
 
+// The harness's own copies, for the golden comparison: never counted as the training's memory.
 std::vector<at::Tensor> float64_cpu_copies(const std::vector<at::Tensor>& tensors) {
+  CountingCpuAllocator::HarnessScope harness;
   std::vector<at::Tensor> copies;
   copies.reserve(tensors.size());
   for (const at::Tensor& tensor : tensors) {
@@ -101,11 +103,11 @@ struct KeptAcrossSteps {
 class Evaluation {
  public:
   Evaluation(const EvaluationSpec& spec, ZooModel& model, const SampleSource& source,
-             int64_t micro_batch, at::ScalarType dtype, at::Device device)
+             const SampleAssignment& samples, at::ScalarType dtype, at::Device device)
       : spec_(spec),
         model_(model),
         source_(source),
-        micro_batch_(micro_batch),
+        samples_(samples),
         dtype_(dtype),
         device_(device) {}
 
@@ -145,15 +147,15 @@ class Evaluation {
 
  private:
   at::Tensor batch_loss(int64_t b) {
-    const int64_t first = evaluation_first_sample(evaluations_, b, spec_.batches, micro_batch_);
-    const Batch batch = source_.samples(first, first + micro_batch_, dtype_, device_);
+    const SampleRange range = samples_.evaluation_batch(evaluations_, b, spec_.batches);
+    const Batch batch = source_.samples(range.begin, range.end, dtype_, device_);
     return model_.loss_sum(batch) / static_cast<double>(batch.items);
   }
 
   EvaluationSpec spec_;
   ZooModel& model_;
   const SampleSource& source_;
-  int64_t micro_batch_;
+  SampleAssignment samples_;
   at::ScalarType dtype_;
   at::Device device_;
   int64_t evaluations_ = 0;
@@ -161,13 +163,27 @@ class Evaluation {
   double running_value_ = 0.0;
 };
 
-}  // namespace
-
-int64_t evaluation_first_sample(int64_t evaluation_index, int64_t batch_in_evaluation,
-                                int64_t batches_per_evaluation, int64_t micro_batch) {
-  return kEvaluationFirstSample +
-         (evaluation_index * batches_per_evaluation + batch_in_evaluation) * micro_batch;
+// What the user's loop calls after each backward.
+void step_as_the_loop_does(ReferenceEngine& engine, const LoopSpec& loop, bool window_ends) {
+  switch (loop.stepping) {
+    case SteppingHabit::every_micro_step:
+      if (loop.zero_grad == ZeroGradHabit::never) {
+        if (window_ends) engine.optimizer_step_bypassing_engine();
+      } else {
+        engine.step();
+      }
+      break;
+    case SteppingHabit::once_per_window:
+      if (window_ends) engine.step();
+      break;
+    case SteppingHabit::optimizer_every_micro_step:
+      engine.optimizer_step_bypassing_engine();
+      engine.zero_grad();
+      break;
+  }
 }
+
+}  // namespace
 
 Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const LoopSpec& loop,
                         const Plan& plan, const LoopOptions& options) {
@@ -189,13 +205,15 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
   std::shared_ptr<ZooModel> model = build_model(model_spec, dtype, device);
   ReferenceEngine engine(model, plan, options.communicator);
   SampleSource source(data);
+  const SampleAssignment samples{micro_batch, ranks};
   std::optional<Evaluation> evaluation;
   if (loop.evaluation) {
-    evaluation.emplace(*loop.evaluation, *model, source, micro_batch, dtype, device);
+    evaluation.emplace(*loop.evaluation, *model, source, samples, dtype, device);
   }
   KeptAcrossSteps kept;
 
   Trace trace;
+  trace.tensor_bookkeeping_bytes = MemoryProbe::measure_tensor_bookkeeping_bytes();
   engine.observed_steps = recorded_steps;
   trace.parameter_names = engine.parameter_names();
   trace.initial_parameters = float64_cpu_copies(engine.gather_full_parameters());
@@ -205,13 +223,6 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
   trace.partitioned_numel = engine.padded_numel();
   trace.micro_steps.reserve(static_cast<size_t>(micro_step_limit));
   trace.steps.reserve(static_cast<size_t>(loop.steps));
-
-  // The copies above and below are tensors too; on CPU the allocator counts them.
-  int64_t harness_bytes = 0;
-  const auto count_harness_bytes = [&](const std::vector<at::Tensor>& copies) {
-    if (plan.device == Device::cpu) harness_bytes += storage_bytes(copies);
-  };
-  count_harness_bytes(trace.initial_parameters);
 
   double window_loss_sum = 0.0;
   int64_t window_items_seen = 0;
@@ -223,12 +234,14 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     record.through_engine = event.through_engine;
     record.model_states = event.model_states;
     record.bytes_sent = event.bytes_sent;
+    // The copies' tensor bytes are counted apart by the allocator; what they add to the host
+    // heap (their TensorImpls, the vectors) is measured here and left out of the judged heap.
+    const int64_t heap_before = probe.host_heap_in_use();
     record.gradients = float64_cpu_copies(event.gradients);
     record.parameters = float64_cpu_copies(event.parameters);
-    count_harness_bytes(record.gradients);
-    count_harness_bytes(record.parameters);
-    record.harness_tensor_bytes = harness_bytes;
     trace.steps.push_back(std::move(record));
+    probe.exclude_from_host_heap(probe.host_heap_in_use() - heap_before);
+    trace.steps.back().harness_tensor_bytes = CountingCpuAllocator::stats().harness_live_bytes;
     window_loss_sum = 0.0;
     window_items_seen = 0;
   };
@@ -240,28 +253,29 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
                                " micro-steps without reaching " + std::to_string(loop.steps) +
                                " optimizer steps");
     }
-    const int64_t first = (m * ranks + rank) * micro_batch;
-    const Batch batch = source.samples(first, first + micro_batch, dtype, device);
+    const int64_t steps_before = static_cast<int64_t>(trace.steps.size());
+    // One micro-batch, forward to step, in its own scope: its batch, outputs and loss are gone
+    // before memory is sampled, so samples show what the loop keeps, not what it is using.
+    [&] {
+    const SampleRange mine = samples.micro_batch_of(m, rank);
+    const Batch batch = source.samples(mine.begin, mine.end, dtype, device);
     if (m % gas == 0) {
-      // Items of the whole window across every rank; times the ranks, because the engine
+      // Items of the whole window across every rank; divided by the ranks, because the engine
       // averages the ranks' gradients where the loss should sum them.
-      const int64_t window_first = m * ranks * micro_batch;
+      const SampleRange window = samples.all_ranks(m, gas);
       const int64_t global_items =
-          batch.mask.defined()
-              ? source
-                    .samples(window_first, window_first + gas * ranks * micro_batch, dtype,
-                             at::kCPU)
-                    .items
-              : gas * ranks * micro_batch;
+          batch.mask.defined() ? source.samples(window.begin, window.end, dtype, at::kCPU).items
+                               : window.end - window.begin;
       window_items = static_cast<double>(global_items) / static_cast<double>(ranks);
     }
 
-    const int64_t steps_before = static_cast<int64_t>(trace.steps.size());
     if (loop.zero_grad == ZeroGradHabit::every_micro_step) engine.zero_grad();
     const at::Tensor outputs = model->outputs(batch);
     const at::Tensor loss_sum = model->loss_sum_of(outputs, batch);
     const at::Tensor loss = user_loss(loss_sum, batch.items, window_items, loop, gas);
-    if (loop.loss_scaling == LossScalingHabit::none) {
+    // loss.backward() is plain autograd, unless the release hooks the engine's forward outputs
+    // (then it scales and reduces as engine.backward does; at stage 0 it was refused earlier).
+    if (loop.loss_scaling == LossScalingHabit::none && !plan.direct_backward_through_engine) {
       loss.backward();
     } else {
       engine.backward(loss);
@@ -271,24 +285,8 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     window_loss_sum += summed;
     window_items_seen += batch.items;
     kept.keep(loop.keep, loss, outputs);
-
-    const bool window_ends = (m + 1) % gas == 0;
-    switch (loop.stepping) {
-      case SteppingHabit::every_micro_step:
-        if (loop.zero_grad == ZeroGradHabit::never) {
-          if (window_ends) engine.optimizer_step_bypassing_engine();
-        } else {
-          engine.step();
-        }
-        break;
-      case SteppingHabit::once_per_window:
-        if (window_ends) engine.step();
-        break;
-      case SteppingHabit::optimizer_every_micro_step:
-        engine.optimizer_step_bypassing_engine();
-        engine.zero_grad();
-        break;
-    }
+    step_as_the_loop_does(engine, loop, /*window_ends=*/(m + 1) % gas == 0);
+    }();
 
     const int64_t steps_done = static_cast<int64_t>(trace.steps.size());
     probe.sample(SamplePoint::micro_step, m, steps_done);

@@ -22,6 +22,7 @@ struct Header {
   c10::DataPtr real;
   int64_t bytes = 0;
   int64_t birth_step = 0;
+  bool harness = false;
   Header* previous = nullptr;
   Header* next = nullptr;
 };
@@ -29,21 +30,28 @@ struct Header {
 constexpr size_t kHeaderBytes = 128;
 static_assert(sizeof(Header) <= kHeaderBytes, "the header must fit before the data");
 
+thread_local bool in_harness_scope = false;
+
 class Counter final : public c10::Allocator {
  public:
   c10::DataPtr allocate(size_t bytes) override {
     c10::DataPtr real = base_->allocate(bytes + kHeaderBytes);
     char* block = static_cast<char*>(real.get());
     auto* header = new (block) Header{std::move(real), static_cast<int64_t>(bytes),
-                                      current_step_.load(std::memory_order_relaxed)};
+                                      current_step_.load(std::memory_order_relaxed),
+                                      in_harness_scope};
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      header->next = head_;
-      if (head_) head_->previous = header;
-      head_ = header;
-      stats_.live_bytes += header->bytes;
-      stats_.live_allocations += 1;
-      stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.live_bytes);
+      if (header->harness) {
+        stats_.harness_live_bytes += header->bytes;
+      } else {
+        header->next = head_;
+        if (head_) head_->previous = header;
+        head_ = header;
+        stats_.live_bytes += header->bytes;
+        stats_.live_allocations += 1;
+        stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.live_bytes);
+      }
     }
     void* data = block + kHeaderBytes;
     return {data, data, &Counter::release, c10::Device(c10::DeviceType::CPU)};
@@ -87,11 +95,15 @@ class Counter final : public c10::Allocator {
   void forget(Header* header) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      if (header->previous) header->previous->next = header->next;
-      if (header->next) header->next->previous = header->previous;
-      if (head_ == header) head_ = header->next;
-      stats_.live_bytes -= header->bytes;
-      stats_.live_allocations -= 1;
+      if (header->harness) {
+        stats_.harness_live_bytes -= header->bytes;
+      } else {
+        if (header->previous) header->previous->next = header->next;
+        if (header->next) header->next->previous = header->previous;
+        if (head_ == header) head_ = header->next;
+        stats_.live_bytes -= header->bytes;
+        stats_.live_allocations -= 1;
+      }
     }
     c10::DataPtr real = std::move(header->real);
     header->~Header();
@@ -131,5 +143,10 @@ void CountingCpuAllocator::set_current_step(int64_t step) {
 std::vector<LiveAllocation> CountingCpuAllocator::live_allocations() {
   return Counter::instance().live();
 }
+
+CountingCpuAllocator::HarnessScope::HarnessScope() : outer_(in_harness_scope) {
+  in_harness_scope = true;
+}
+CountingCpuAllocator::HarnessScope::~HarnessScope() { in_harness_scope = outer_; }
 
 }  // namespace trainrepro

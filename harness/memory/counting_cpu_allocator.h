@@ -9,10 +9,12 @@
 
 namespace trainrepro {
 
+// The training's tensors only: allocations made inside a HarnessScope are counted apart.
 struct CpuAllocatorStats {
   int64_t live_bytes = 0;
   int64_t live_allocations = 0;
   int64_t peak_bytes = 0;  // since install or the last reset_peak()
+  int64_t harness_live_bytes = 0;
 };
 
 struct LiveAllocation {
@@ -32,7 +34,21 @@ class CountingCpuAllocator {
   static void reset_peak();
   // The step stamped on allocations from now on (the training loop's optimizer step count).
   static void set_current_step(int64_t step);
-  static std::vector<LiveAllocation> live_allocations();
+  static std::vector<LiveAllocation> live_allocations();  // the training's, not the harness's
+
+  // While one is alive on this thread, allocations are the harness's own (its copies of
+  // gradients and parameters for the golden comparison, the golden itself): they never count
+  // as the training's memory, its peak or what it leaves alive.
+  class HarnessScope {
+   public:
+    HarnessScope();
+    ~HarnessScope();
+    HarnessScope(const HarnessScope&) = delete;
+    HarnessScope& operator=(const HarnessScope&) = delete;
+
+   private:
+    bool outer_;
+  };
 };
 
 }  // namespace trainrepro

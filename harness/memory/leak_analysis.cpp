@@ -40,6 +40,33 @@ GrowthTrend growth_trend(const std::vector<double>& y, int64_t window) {
   return trend;
 }
 
+SurvivorCount count_survivors_by_step(const std::vector<LiveAllocation>& live, int64_t first_step,
+                                      int64_t last_step, int64_t window) {
+  SurvivorCount count;
+  const int64_t steps = std::max<int64_t>(0, last_step - first_step);
+  count.allocations_by_step.assign(static_cast<size_t>(steps), 0);
+  int64_t allocations = 0, bytes = 0;
+  for (const LiveAllocation& allocation : live) {
+    if (allocation.birth_step < first_step || allocation.birth_step >= last_step) continue;
+    ++count.allocations_by_step[allocation.birth_step - first_step];
+    ++allocations;
+    bytes += allocation.bytes;
+  }
+  if (steps == 0) return count;
+  count.allocations_per_step = static_cast<double>(allocations) / steps;
+  count.bytes_per_step = static_cast<double>(bytes) / steps;
+  count.in_every_window = true;
+  for (int64_t end = steps; end - window >= 0; end -= window) {
+    ++count.windows;
+    const auto begin = count.allocations_by_step.begin();
+    const bool any = std::any_of(begin + (end - window), begin + end,
+                                 [](int64_t survivors) { return survivors > 0; });
+    if (!any) count.in_every_window = false;
+  }
+  if (count.windows == 0) count.in_every_window = false;
+  return count;
+}
+
 std::string format_bytes(double bytes) {
   const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int unit = 0;

@@ -26,6 +26,18 @@ struct GrowthTrend {
 // oldest points left over are ignored); a window grows when its last point exceeds its first.
 GrowthTrend growth_trend(const std::vector<double>& y, int64_t window);
 
+// The allocations alive at the end, counted by the step that made them, over birth steps
+// [first_step, last_step): the measure of a leak whatever its size.
+struct SurvivorCount {
+  std::vector<int64_t> allocations_by_step;  // index i: birth step first_step + i
+  double allocations_per_step = 0.0;
+  double bytes_per_step = 0.0;
+  int64_t windows = 0;  // consecutive windows of `window` birth steps, counted from the end
+  bool in_every_window = false;  // every window has a step that left something alive
+};
+SurvivorCount count_survivors_by_step(const std::vector<LiveAllocation>& live, int64_t first_step,
+                                      int64_t last_step, int64_t window);
+
 // "each step leaves 3 allocations alive (2 × 1 KiB, 1 × 4 B), born in steps 5…38", from the
 // allocations alive at the end that were born in [first_step, last_step).
 std::string describe_surviving_allocations(const std::vector<LiveAllocation>& live,

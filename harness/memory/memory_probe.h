@@ -18,10 +18,13 @@ struct MemorySample {
   SamplePoint point = SamplePoint::micro_step;
   int64_t micro_step = 0;
   int64_t optimizer_step = 0;  // optimizer steps completed
+  // Tensor bytes count above what was live when the probe was made (earlier scenarios, the
+  // golden), and never the harness's own copies: the training's memory alone.
   int64_t cpu_tensor_bytes = 0;
   int64_t cpu_tensor_allocations = 0;
   int64_t cpu_tensor_peak_bytes = 0;
-  int64_t host_heap_bytes = 0;       // -1 at micro-steps: sampled at boundaries and evaluation
+  int64_t host_heap_bytes = 0;  // -1 at micro-steps: sampled at boundaries and evaluation;
+                                // minus what the harness's own copies added
   int64_t resident_bytes = 0;        // -1 at micro-steps, likewise
   int64_t cuda_allocated_bytes = 0;  // CUDA fields stay 0 on CPU runs
   int64_t cuda_reserved_bytes = 0;
@@ -41,12 +44,22 @@ class MemoryProbe {
   int64_t device_tensor_bytes() const;
   int64_t device_peak_bytes() const;
   void reset_peak();
+  // The host heap in use now, and bytes of it that are the harness's (its copies for the
+  // golden comparison), left out of every later sample.
+  int64_t host_heap_in_use() const;
+  void exclude_from_host_heap(int64_t bytes);
+  // Host heap bytes one kept CPU tensor costs beyond its data, measured now by keeping a few
+  // hundred small tensors alive.
+  static int64_t measure_tensor_bookkeeping_bytes();
 
   const std::vector<MemorySample>& samples() const { return samples_; }
   std::vector<MemorySample> take_samples() { return std::move(samples_); }
 
  private:
   Device device_;
+  int64_t cpu_baseline_bytes_ = 0;
+  int64_t cuda_baseline_bytes_ = 0;
+  int64_t excluded_host_bytes_ = 0;
   std::vector<MemorySample> samples_;  // reserved up front: growing it would show as a leak
 };
 

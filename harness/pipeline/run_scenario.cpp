@@ -16,6 +16,7 @@
 #include "harness/loop/training_loop.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/scenario_error.h"
+#include "harness/verdict/habit_visibility.h"
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_training.h"
 
@@ -74,6 +75,13 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
     }
     return skipped_verdict("skipped: the scenario runs on CUDA and this machine has no usable GPU");
   }
+  // Under an outside launcher every process runs the same scenarios: only those of its world
+  // size can join up; the others are skipped on every rank alike, saying why.
+  if (launched_by_mpi() && scenario.world_size != options.launcher_world_size) {
+    return skipped_verdict("skipped: the scenario runs on " + std::to_string(scenario.world_size) +
+                           " rank(s) and this launch (mpirun or srun) started " +
+                           std::to_string(options.launcher_world_size));
+  }
   if ((requires_(scenario, Requirement::mpi) || scenario.world_size > 1) && !mpi_available()) {
     return skipped_verdict(
         "skipped: the scenario runs on several ranks and mpirun is not on the PATH");
@@ -105,7 +113,10 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
   // loop that works on .grad or the optimizer behind the engine's back has no single meaning.
   const LoopSpec& loop = scenario.loop;
   const char* around_engine = nullptr;
-  if (loop.loss_scaling == LossScalingHabit::none) around_engine = "/loop/loss_scaling";
+  // From DeepSpeed 0.18.3 loss.backward() after engine(x) is hooked: the engine's own path.
+  if (loop.loss_scaling == LossScalingHabit::none && !plan.direct_backward_through_engine) {
+    around_engine = "/loop/loss_scaling";
+  }
   if (loop.zero_grad != ZeroGradHabit::at_boundary) around_engine = "/loop/zero_grad";
   if (loop.stepping == SteppingHabit::optimizer_every_micro_step) around_engine = "/loop/stepping";
   if (loop.evaluation && loop.evaluation->backward) around_engine = "/loop/evaluation/backward";
@@ -266,6 +277,7 @@ ScenarioResult run_loaded_scenario(const Scenario& scenario, const RunOptions& o
   result.tags = scenario.tags;
   result.warnings = scenario.deepspeed.warnings;
   result.torch_version = torch_version();
+  result.deepspeed_version = scenario.deepspeed.release->version;
 
   auto device = choose_device(scenario, options);
   if (auto* verdict = std::get_if<Verdict>(&device)) {
@@ -276,7 +288,12 @@ ScenarioResult run_loaded_scenario(const Scenario& scenario, const RunOptions& o
   }
 
   const PlanResolution resolution = resolve_plan(scenario, std::get<Device>(device));
-  if (const auto* plan = std::get_if<Plan>(&resolution)) result.plan = *plan;
+  if (const auto* plan = std::get_if<Plan>(&resolution)) {
+    result.plan = *plan;
+    for (std::string& warning : habits_beyond_compared_steps(scenario)) {
+      result.warnings.push_back(std::move(warning));
+    }
+  }
 
   if (auto verdict = judge_config(scenario, resolution)) {
     result.verdict = *verdict;

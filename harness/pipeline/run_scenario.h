@@ -15,6 +15,9 @@ struct RunOptions {
   int cuda_devices = 0;
   std::string golden_dir = "golden";
   int rank_timeout_seconds = 600;  // a multi-rank run that takes longer is killed
+  // Ranks an outside launcher (mpirun, srun) started this process among; scenarios of another
+  // world size are skipped under such a launch. 1 when there is none.
+  int launcher_world_size = 1;
 };
 
 // The load stage alone, as a result when it fails (outcome error, source scenario).

@@ -59,7 +59,9 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
   const Verdict& verdict = result.verdict;
   const std::string label = result.name.empty() ? "(not loaded)" : result.name;
   out_ << padded(outcome_name(verdict.outcome), 15) << padded(label, 40) << " " << result.file
-       << " (" << format_seconds(result.seconds) << ")\n";
+       << " (" << format_seconds(result.seconds)
+       << (result.deepspeed_version.empty() ? "" : ", DeepSpeed " + result.deepspeed_version)
+       << (result.memory && !result.memory->judged ? ", memory not judged" : "") << ")\n";
 
   if (needs_detail(verdict)) {
     if (!verdict.expected.empty()) out_ << "    expected:  " << verdict.expected << "\n";
@@ -75,6 +77,9 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
                                   : nlohmann::json();
   if (zero.is_object()) out_ << "    " << zero_line(zero) << "\n";
   for (const std::string& warning : result.warnings) out_ << "    warning: " << warning << "\n";
+  // Piped into a CI log, stdout is block-buffered: without this a run stopped by `timeout`
+  // leaves an empty log although scenarios had finished.
+  out_.flush();
 }
 
 void ConsoleReporter::report_summary(const std::vector<ScenarioResult>& results, double seconds) {
@@ -104,6 +109,7 @@ void ConsoleReporter::report_summary(const std::vector<ScenarioResult>& results,
       out_ << "infrastructure failure (exit 3)\n";
       break;
   }
+  out_.flush();
 }
 
 }  // namespace trainrepro

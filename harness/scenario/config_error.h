@@ -1,5 +1,6 @@
-// The configuration errors DeepSpeed raises before training starts, by name. Scenarios that
-// reproduce a bad config expect one of these names ("expect": {"config_error": "…"}).
+// The configuration errors DeepSpeed raises before training starts (in DeepSpeedConfig, in
+// deepspeed.initialize, or at the first backward), by name. Scenarios that reproduce a bad
+// config expect one of these names ("expect": {"config_error": "…"}).
 #pragma once
 #include <string>
 
@@ -14,7 +15,11 @@ enum class ConfigErrorKind {
   gradient_accumulation_steps_not_positive,  // likewise
   batch_size_mismatch,                       // TB != MB * GAS * world size
   fp16_and_bf16_both_enabled,
-  zero_stage_unsupported,  // stage above 3
+  zero_stage_unsupported,  // stage outside 0-3 (DeepSpeedZeroConfig's schema)
+  removed_key,             // a key of a feature the release removed (0.19.8)
+  optimizer_not_supported,      // a name that is neither DeepSpeed's nor a torch.optim class
+  untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested
+  direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)
 };
 
 const EnumSpellings<ConfigErrorKind>& config_error_spellings();

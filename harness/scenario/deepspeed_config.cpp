@@ -17,7 +17,7 @@ const std::set<std::string>& keys_without_numerical_effect() {
                                              "tensorboard",     "wandb",
                                              "csv_monitor",     "comet",
                                              "comms_logger",    "flops_profiler",
-                                             "logging",         "zero_allow_untested_optimizer"};
+                                             "logging"};
   return keys;
 }
 
@@ -67,53 +67,190 @@ std::string lowercase(std::string text) {
   return text;
 }
 
-OptimizerConfig read_optimizer(ObjectReader& section, std::vector<std::string>& warnings) {
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// torch.optim's optimizer classes (torch 2.11): DeepSpeed builds any of them by exact name.
+const std::set<std::string>& torch_optimizer_names() {
+  static const std::set<std::string> names = {"ASGD",    "Adadelta", "Adafactor", "Adagrad",
+                                              "Adam",    "AdamW",    "Adamax",    "LBFGS",
+                                              "NAdam",   "RAdam",    "RMSprop",   "Rprop",
+                                              "SGD",     "SparseAdam"};
+  return names;
+}
+
+void read_adam_params(ObjectReader& params, OptimizerConfig& optimizer) {
+  if (params.has("betas")) {
+    const nlohmann::json& betas = params.required_value("betas");
+    if (!betas.is_array() || betas.size() != 2 || !betas[0].is_number() || !betas[1].is_number()) {
+      params.fail("betas", "expected two numbers [beta1, beta2], found " + describe_json_value(betas));
+    }
+    optimizer.beta1 = betas[0].get<double>();
+    optimizer.beta2 = betas[1].get<double>();
+  }
+  optimizer.eps = params.optional_number("eps", optimizer.eps, 0.0);
+  const bool adam_w_mode = params.optional_bool("adam_w_mode", true);
+  optimizer.decoupled_weight_decay = optimizer.kind == OptimizerKind::adamw || adam_w_mode;
+  // torch_adam chooses torch.optim's class, and DeepSpeed passes no weight_decay to it: then
+  // torch's own default holds, 0.01 for AdamW (runtime/engine.py _configure_basic_optimizer).
+  const bool torch_adam = params.optional_bool("torch_adam", false);
+  const double decay_default = torch_adam && optimizer.decoupled_weight_decay ? 0.01 : 0.0;
+  optimizer.weight_decay = params.optional_number("weight_decay", decay_default, 0.0);
+}
+
+// DeepSpeed's lookup (runtime/engine.py _configure_basic_optimizer): its own optimizer names
+// case-insensitively, any other name as a torch.optim class, exactly as written; a name that is
+// neither fails its assertion at deepspeed.initialize.
+void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
+                    DeepSpeedConfig& result) {
   ObjectReader block = section.required_object("optimizer");
   OptimizerConfig optimizer;
   optimizer.type_as_written = block.required_string("type");
-  // DeepSpeed matches its own optimizer names case-insensitively.
+  result.optimizer_type = optimizer.type_as_written;
   const std::string type = lowercase(optimizer.type_as_written);
-  if (type == "adam") {
-    optimizer.kind = OptimizerKind::adam;
-  } else if (type == "adamw") {
-    optimizer.kind = OptimizerKind::adamw;
-  } else if (type == "sgd") {
+  const std::string implemented = " (implemented: \"Adam\", \"AdamW\", \"SGD\")";
+  if (type == "adam" || type == "adamw") {
+    optimizer.kind = type == "adam" ? OptimizerKind::adam : OptimizerKind::adamw;
+  } else if (contains(release.deepspeed_optimizer_names, type)) {
+    result.optimizer_not_implemented = "DeepSpeed " + release.version + " optimizer \"" +
+                                       optimizer.type_as_written +
+                                       "\" is not implemented by the reference engine" + implemented;
+    return;
+  } else if (optimizer.type_as_written == "SGD") {
     optimizer.kind = OptimizerKind::sgd;
+  } else if (torch_optimizer_names().count(optimizer.type_as_written)) {
+    result.optimizer_not_implemented = "torch.optim." + optimizer.type_as_written +
+                                       " is not implemented by the reference engine" + implemented;
+    return;
   } else {
-    block.fail("type", "optimizer \"" + optimizer.type_as_written +
-                           "\" is not implemented by the reference engine (implemented: "
-                           "\"Adam\", \"AdamW\", \"SGD\")");
+    // DeepSpeed lowercases its own names only, so "sgd" is looked up in torch.optim and fails.
+    const std::string shown = contains(release.deepspeed_optimizer_names, type)
+                                  ? type
+                                  : optimizer.type_as_written;
+    result.optimizer_refused =
+        ConfigError{ConfigErrorKind::optimizer_not_supported,
+                    "AssertionError: " + shown + " is not a supported DeepSpeed Optimizer"};
+    if (lowercase(shown) == "sgd") {
+      result.optimizer_refused->message +=
+          " (DeepSpeed matches its own optimizer names in any case, but other names are "
+          "torch.optim classes spelled exactly: write \"SGD\")";
+    }
+    return;
   }
 
   ObjectReader params = block.optional_object("params");
   optimizer.lr = params.optional_number("lr", optimizer.lr, 0.0);
-  optimizer.weight_decay = params.optional_number("weight_decay", 0.0, 0.0);
   if (optimizer.kind == OptimizerKind::sgd) {
+    optimizer.weight_decay = params.optional_number("weight_decay", 0.0, 0.0);
     optimizer.momentum = params.optional_number("momentum", 0.0, 0.0);
     optimizer.dampening = params.optional_number("dampening", 0.0, 0.0);
     optimizer.nesterov = params.optional_bool("nesterov", false);
   } else {
-    if (params.has("betas")) {
-      const nlohmann::json& betas = params.required_value("betas");
-      if (!betas.is_array() || betas.size() != 2 || !betas[0].is_number() ||
-          !betas[1].is_number()) {
-        params.fail("betas",
-                    "expected two numbers [beta1, beta2], found " + describe_json_value(betas));
-      }
-      optimizer.beta1 = betas[0].get<double>();
-      optimizer.beta2 = betas[1].get<double>();
-    }
-    optimizer.eps = params.optional_number("eps", optimizer.eps, 0.0);
-    const bool adam_w_mode = params.optional_bool("adam_w_mode", true);
-    optimizer.decoupled_weight_decay = optimizer.kind == OptimizerKind::adamw || adam_w_mode;
-    params.optional_bool("torch_adam", false);  // which kernel, not which mathematics
+    read_adam_params(params, optimizer);
   }
   warn_about_unread_keys(params,
                          "optimizer parameter not implemented by the reference engine; "
                          "ignored",
-                         warnings);
-  warn_about_unread_keys(block, "not implemented by the reference engine; ignored", warnings);
-  return optimizer;
+                         result.warnings);
+  warn_about_unread_keys(block, "not implemented by the reference engine; ignored",
+                         result.warnings);
+  result.optimizer = optimizer;
+}
+
+// DeepSpeedConfig refuses keys of features it removed before reading anything else.
+std::optional<ConfigError> find_removed_key(const nlohmann::json& config,
+                                            const DeepSpeedRelease& release) {
+  for (const RemovedKey& removed : release.removed_keys) {
+    const nlohmann::json* section = &config;
+    if (!removed.section.empty()) {
+      if (!config.contains(removed.section) || !config[removed.section].is_object()) continue;
+      section = &config[removed.section];
+    }
+    if (section->contains(removed.key)) {
+      return ConfigError{ConfigErrorKind::removed_key, "DeepSpeedConfigError: " + removed.message};
+    }
+  }
+  return std::nullopt;
+}
+
+// "zero_optimization": {"stage": N, …}, or the legacy boolean DeepSpeed still reads as stage 1
+// (runtime/zero/config.py read_zero_config_deprecated). A stage outside 0-3 fails the pydantic
+// schema of DeepSpeedZeroConfig, before any batch arithmetic.
+void read_zero_optimization(ObjectReader& section, DeepSpeedConfig& result) {
+  section.note_known("zero_optimization");
+  if (!section.has("zero_optimization")) return;
+  const nlohmann::json& value = section.required_value("zero_optimization");
+  if (value.is_boolean()) {
+    result.zero_stage = value.get<bool>() ? 1 : 0;
+    result.warnings.push_back(section.file() + ":" + section.pointer_to("zero_optimization") +
+                              ": the boolean form is deprecated; DeepSpeed reads " +
+                              (value.get<bool>() ? "true as stage 1" : "false as stage 0") +
+                              " (write {\"stage\": " + std::to_string(result.zero_stage) + "})");
+    return;
+  }
+  ObjectReader zero = section.optional_object("zero_optimization");
+  zero.note_known("stage");
+  if (zero.has("stage")) {
+    const nlohmann::json& stage = zero.required_value("stage");
+    if (!stage.is_number_integer()) {
+      zero.fail("stage", "expected an integer 0-3, found " + describe_json_value(stage));
+    }
+    const int64_t written = stage.get<int64_t>();
+    if (written < 0 || written > 3) {
+      if (!result.refused_while_reading) {
+        result.refused_while_reading = ConfigError{
+            ConfigErrorKind::zero_stage_unsupported,
+            "1 validation error for DeepSpeedZeroConfig: stage: Input should be 0, 1, 2, 3 or 3 "
+            "[type=enum, input_value=" +
+                std::to_string(written) + ", input_type=int] (DeepSpeed's maximum ZeRO stage is 3)"};
+      }
+    } else {
+      result.zero_stage = written;
+    }
+  }
+  warn_about_unread_keys(zero, "ZeRO option not implemented by the reference engine; ignored",
+                         result.warnings);
+}
+
+
+// Top-level keys DeepSpeed reads (runtime/config.py and its sections, 0.16.9 to 0.19.8) that the
+// reference engine does not implement. Any other key DeepSpeed itself ignores.
+const std::set<std::string>& deepspeed_top_level_keys() {
+  static const std::set<std::string> keys = {
+      "scheduler", "activation_checkpointing", "aio", "autotuning", "checkpoint",
+      "data_efficiency", "data_types", "compile", "communication_data_type",
+      "seq_parallel_communication_data_type", "prescale_gradients", "gradient_predivide_factor",
+      "gradient_allreduce_op", "zero_force_ds_cpu_optimizer", "pipeline", "hybrid_engine",
+      "tensor_parallel", "torch_autocast", "disable_allgather", "dataloader_drop_last",
+      "weight_quantization", "timers", "sequence_parallel_size", "expert_parallel",
+      "use_data_before_expert_parallelism", "log_level", "disable_python_gc", "vocabulary_size",
+      "legacy_fusion", "zenflow", "monitor_config", "amp", "sparse_gradients", "elasticity",
+      "eigenvalue", "progressive_layer_drop", "curriculum_learning", "quantize_training",
+      "nebula", "compression_training", "graph_harvesting", "sparse_attention",
+      "managed_gradient_accumulation", "fp16", "bf16", "bfloat16", "zero_optimization",
+      "gradient_clipping", "optimizer", "train_batch_size", "train_micro_batch_size_per_gpu",
+      "gradient_accumulation_steps", "zero_allow_untested_optimizer"};
+  return keys;
+}
+
+void warn_about_top_level_keys(const ObjectReader& section, const DeepSpeedRelease& release,
+                               std::vector<std::string>& warnings) {
+  for (const std::string& key : section.unknown_keys()) {
+    if (keys_without_numerical_effect().count(key)) continue;
+    const std::string where = section.file() + ":" + section.pointer_to(key) + ": ";
+    if (key == "managed_gradient_accumulation") {
+      warnings.push_back(where + "DeepSpeed " + release.version +
+                         " ignores this key (it exists from 0.19.4 on)");
+    } else if (deepspeed_top_level_keys().count(key)) {
+      warnings.push_back(where +
+                         "a DeepSpeed feature the reference engine does not implement; ignored "
+                         "(the run may differ from DeepSpeed's where it matters)");
+    } else {
+      warnings.push_back(where + "not a DeepSpeed " + release.version +
+                         " setting: DeepSpeed ignores it too (a typo?)");
+    }
+  }
 }
 
 }  // namespace
@@ -125,24 +262,31 @@ const EnumSpellings<OptimizerKind>& optimizer_spellings() {
 }
 
 DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::string& file,
-                                      const std::string& pointer) {
+                                      const std::string& pointer, const DeepSpeedRelease& release) {
   ObjectReader section(config, file, pointer);
   DeepSpeedConfig result;
   result.verbatim = config;
+  result.release = &release;
+  result.refused_while_reading = find_removed_key(config, release);
+  for (const RemovedKey& removed : release.removed_keys) {
+    if (removed.section.empty()) section.note_known(removed.key);
+  }
 
   result.batch.train_batch_size = read_batch_key(section, "train_batch_size");
   result.batch.micro_batch_per_gpu = read_batch_key(section, "train_micro_batch_size_per_gpu");
   result.batch.gradient_accumulation_steps = read_batch_key(section, "gradient_accumulation_steps");
 
   section.note_known("optimizer");
-  if (section.has("optimizer")) result.optimizer = read_optimizer(section, result.warnings);
-  result.gradient_clipping = section.optional_number("gradient_clipping", 0.0, 0.0);
-
-  // Range checks on the stage belong to DeepSpeed's sanity check (a named config error).
-  ObjectReader zero = section.optional_object("zero_optimization");
-  result.zero_stage = zero.optional_int("stage", 0, 0);
-  warn_about_unread_keys(zero, "ZeRO option not implemented by the reference engine; ignored",
-                         result.warnings);
+  if (section.has("optimizer")) read_optimizer(section, release, result);
+  result.gradient_clipping =
+      section.optional_number("gradient_clipping", release.gradient_clipping_default, 0.0);
+  result.zero_allow_untested_optimizer =
+      section.optional_bool("zero_allow_untested_optimizer", false);
+  if (release.has_managed_gradient_accumulation) {
+    result.managed_gradient_accumulation =
+        section.optional_bool("managed_gradient_accumulation", true);
+  }
+  read_zero_optimization(section, result);
 
   ObjectReader fp16 = section.optional_object("fp16");
   result.fp16_enabled = read_enabled_flag(fp16, "enabled");
@@ -157,10 +301,7 @@ DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::s
   warn_about_unread_keys(bf16, "bf16 option not implemented by the reference engine; ignored",
                          result.warnings);
 
-  warn_about_unread_keys(section,
-                         "not implemented by the reference engine; ignored (the run may differ "
-                         "from DeepSpeed's where this key matters)",
-                         result.warnings, keys_without_numerical_effect());
+  warn_about_top_level_keys(section, release, result.warnings);
   return result;
 }
 

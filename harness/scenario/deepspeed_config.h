@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/scenario/batch_config.h"
+#include "harness/scenario/config_error.h"
+#include "harness/scenario/deepspeed_release.h"
 #include "harness/scenario/json_fields.h"
 
 namespace trainrepro {
@@ -18,6 +20,8 @@ enum class OptimizerKind { sgd, adam, adamw };
 
 // DeepSpeed's defaults: its fused Adam has weight_decay 0 and, for type "Adam", decoupled
 // weight decay unless "adam_w_mode": false (so "Adam" with weight decay behaves as AdamW).
+// With "torch_adam": true DeepSpeed builds torch.optim.AdamW (or Adam when adam_w_mode is
+// false) without passing weight_decay, so torch's default applies: 0.01 for AdamW.
 struct OptimizerConfig {
   OptimizerKind kind = OptimizerKind::adam;
   std::string type_as_written;
@@ -34,21 +38,34 @@ struct OptimizerConfig {
 
 struct DeepSpeedConfig {
   nlohmann::json verbatim;  // exactly as the user wrote it, for the results file
+  const DeepSpeedRelease* release = nullptr;  // whose semantics every default below follows
   BatchInputs batch;
-  std::optional<OptimizerConfig> optimizer;  // scenarios require one; `config resolve` does not
-  double gradient_clipping = 0.0;            // 0 = off, as in DeepSpeed
+  // What DeepSpeedConfig's constructor refuses before any batch arithmetic (a removed key, a
+  // ZeRO stage its schema rejects), in DeepSpeed's order and words.
+  std::optional<ConfigError> refused_while_reading;
+  std::string optimizer_type;                // as written; empty without an optimizer block
+  std::optional<OptimizerConfig> optimizer;  // when the reference engine implements the type
+  // Why it does not (located at /optimizer/type); empty when it does or when DeepSpeed itself
+  // refuses the name (that is optimizer_refused, a config error).
+  std::string optimizer_not_implemented;
+  std::optional<ConfigError> optimizer_refused;  // deepspeed.initialize refuses the name
+  double gradient_clipping = 0.0;  // the release's default when not given; 0 = off
   int64_t zero_stage = 0;
+  bool zero_allow_untested_optimizer = false;
+  bool managed_gradient_accumulation = true;  // false: every step() is a boundary (0.19.4+)
   bool fp16_enabled = false;
   bool bf16_enabled = false;
-  // "file:/deepspeed/scheduler: …" for every key the engine does not implement.
+  // "file:/deepspeed/scheduler: …" for every key the engine does not implement or DeepSpeed
+  // ignores, saying which.
   std::vector<std::string> warnings;
 };
 
 const EnumSpellings<OptimizerKind>& optimizer_spellings();
 
 // `pointer` locates the config in its file ("/deepspeed" in a scenario, "" for a bare
-// ds_config.json). Throws ScenarioError for values of the wrong type.
+// ds_config.json); `release` decides defaults and refusals. Throws ScenarioError for values of
+// the wrong type.
 DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::string& file,
-                                      const std::string& pointer);
+                                      const std::string& pointer, const DeepSpeedRelease& release);
 
 }  // namespace trainrepro

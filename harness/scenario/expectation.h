@@ -20,8 +20,10 @@ enum class DiagnosisKind {
   never_zeroed,                // gradients accumulate across optimizer steps
   optimizer_every_micro_step,  // accumulation bypassed
   step_once_per_window,        // boundary only every GAS step() calls
+  unmanaged_gradient_accumulation,  // managed_gradient_accumulation false: every step() steps
   per_micro_batch_token_normalisation,
   backward_in_evaluation,  // evaluation's gradients land in the next training step
+  training_diverged,       // the run's loss, gradients or parameters became NaN or Inf
   // Memory, judged from the probes:
   tensor_memory_leak,  // live tensor bytes grow every step
   host_memory_leak,    // the host heap grows every step while tensors stay flat

@@ -1,5 +1,6 @@
 #include "harness/scenario/json_document.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -100,7 +101,42 @@ std::string parser_explanation(const std::string& what) {
 
 }  // namespace
 
-nlohmann::json parse_json_text(const std::string& text, const std::string& display_path) {
+std::string blank_out_comments_and_trailing_commas(std::string text) {
+  const size_t size = text.size();
+  size_t last_comma = std::string::npos;  // a comma not yet followed by a value
+  for (size_t i = 0; i < size; ++i) {
+    const char c = text[i];
+    if (c == '"') {  // skip the string, escapes included
+      for (++i; i < size && text[i] != '"'; ++i) {
+        if (text[i] == '\\') ++i;
+      }
+      last_comma = std::string::npos;
+    } else if (c == '#' || (c == '/' && i + 1 < size && text[i + 1] == '/')) {
+      for (; i < size && text[i] != '\n'; ++i) text[i] = ' ';
+    } else if (c == '/' && i + 1 < size && text[i + 1] == '*') {
+      const size_t end = text.find("*/", i + 2);
+      const size_t stop = end == std::string::npos ? size : end + 2;
+      for (; i < stop; ++i) {
+        if (text[i] != '\n') text[i] = ' ';
+      }
+      --i;
+    } else if (c == ',') {
+      last_comma = i;
+    } else if ((c == '}' || c == ']') && last_comma != std::string::npos) {
+      text[last_comma] = ' ';
+      last_comma = std::string::npos;
+    } else if (!std::isspace(static_cast<unsigned char>(c))) {
+      last_comma = std::string::npos;
+    }
+  }
+  return text;
+}
+
+nlohmann::json parse_json_text(const std::string& raw_text, const std::string& display_path,
+                               JsonDialect dialect) {
+  const std::string text = dialect == JsonDialect::deepspeed_config
+                               ? blank_out_comments_and_trailing_commas(raw_text)
+                               : raw_text;
   DuplicateKeyGuard guard(display_path);
   try {
     return nlohmann::json::parse(text, std::ref(guard), /*allow_exceptions=*/true,
@@ -113,7 +149,7 @@ nlohmann::json parse_json_text(const std::string& text, const std::string& displ
   }
 }
 
-nlohmann::json read_json_file(const std::string& display_path) {
+nlohmann::json read_json_file(const std::string& display_path, JsonDialect dialect) {
   std::ifstream in(display_path, std::ios::binary);
   if (!in) {
     throw ScenarioError(display_path, "",
@@ -125,7 +161,7 @@ nlohmann::json read_json_file(const std::string& display_path) {
     throw ScenarioError(display_path, "",
                         std::string("cannot read the file: ") + std::strerror(errno));
   }
-  return parse_json_text(buffer.str(), display_path);
+  return parse_json_text(buffer.str(), display_path, dialect);
 }
 
 }  // namespace trainrepro

@@ -40,6 +40,7 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
   spec.zero_grad = loop.optional_enum("zero_grad", spec.zero_grad, zero_grad_spellings());
   spec.loss_scaling =
       loop.optional_enum("loss_scaling", spec.loss_scaling, loss_scaling_spellings());
+  spec.forward = loop.optional_enum("forward", spec.forward, forward_spellings());
   spec.stepping = loop.optional_enum("stepping", spec.stepping, stepping_spellings());
   spec.token_normalisation = loop.optional_enum("token_normalisation", spec.token_normalisation,
                                                 token_normalisation_spellings());
@@ -72,14 +73,34 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
   return spec;
 }
 
+// "deepspeed_version": the release whose semantics decide defaults and refusals.
+// `note` says when a release is read as another of its line.
+const DeepSpeedRelease& read_deepspeed_release(ObjectReader& root, std::string& note) {
+  const DeepSpeedRelease& newest = newest_deepspeed_release();
+  const std::string version = root.optional_string("deepspeed_version", newest.version);
+  const DeepSpeedRelease* release = find_deepspeed_release(version, note);
+  if (!release) {
+    root.fail("deepspeed_version", "expected a DeepSpeed release this harness knows (" +
+                                       describe_known_releases() + "), found \"" + version + "\"");
+  }
+  if (!note.empty()) note = root.file() + ":" + root.pointer_to("deepspeed_version") + ": " + note;
+  return *release;
+}
+
 MemorySpec read_memory(ObjectReader& memory) {
   MemorySpec spec;
   spec.warmup_steps = memory.optional_int("warmup_steps", spec.warmup_steps, 0);
   spec.window = memory.optional_int("window", spec.window, 2);
-  spec.tensor_threshold =
-      memory.optional_int("tensor_threshold_bytes_per_step", spec.tensor_threshold, 1);
-  spec.host_threshold =
-      memory.optional_int("host_threshold_bytes_per_step", spec.host_threshold, 1);
+  // Leaks are judged by what each step leaves alive, whatever its size; a byte threshold
+  // would hide small leaks, so the old keys are refused rather than silently ignored.
+  for (const char* removed : {"tensor_threshold_bytes_per_step", "host_threshold_bytes_per_step"}) {
+    if (memory.has(removed)) {
+      memory.fail(removed,
+                  "removed: a leak is a step that leaves allocations alive, step after step, "
+                  "whatever their size; bytes per step are reported, never thresholded. Delete "
+                  "this key");
+    }
+  }
   memory.note_known("budget_peak_bytes");
   if (memory.has("budget_peak_bytes")) {
     spec.budget_peak_bytes = memory.required_int("budget_peak_bytes", 1);
@@ -162,13 +183,19 @@ Scenario load_scenario(const std::string& file) {
     root.fail_at(pointer, problem->message);
   }
 
-  scenario.deepspeed =
-      read_deepspeed_config(root.required_value("deepspeed"), file, root.pointer_to("deepspeed"));
-  if (!scenario.deepspeed.optimizer) {
+  std::string release_note;
+  const DeepSpeedRelease& release = read_deepspeed_release(root, release_note);
+  scenario.deepspeed = read_deepspeed_config(root.required_value("deepspeed"), file,
+                                             root.pointer_to("deepspeed"), release);
+  if (!release_note.empty()) scenario.deepspeed.warnings.push_back(release_note);
+  if (scenario.deepspeed.optimizer_type.empty()) {
     root.fail_at("/deepspeed/optimizer",
                  "required key is missing: trainrepro builds the optimizer from the config (if "
                  "your script passes its own optimizer to deepspeed.initialize, describe it here "
                  "as {\"type\": \"AdamW\", \"params\": {\"lr\": 0.001}})");
+  }
+  if (!scenario.deepspeed.optimizer_not_implemented.empty()) {
+    root.fail_at("/deepspeed/optimizer/type", scenario.deepspeed.optimizer_not_implemented);
   }
   scenario.world_size = root.optional_int("world_size", 1, 1);
   scenario.device = root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());

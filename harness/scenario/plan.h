@@ -22,16 +22,24 @@ struct Plan {
   int64_t zero_stage = 0;
   OptimizerConfig optimizer;
   double gradient_clipping = 0.0;
+  // managed_gradient_accumulation false (DeepSpeed 0.19.4+): every step() is a boundary.
+  bool managed_gradient_accumulation = true;
+  // The release hooks the engine's forward outputs, so the loop's loss.backward() after an
+  // engine forward is scaled by 1/GAS and reduced as engine.backward(loss) would be (stages 1-3).
+  bool direct_backward_through_engine = false;
+  std::string deepspeed_version;
   GoldenSpec golden;
 };
 
 using PlanResolution = std::variant<Plan, ConfigError>;
 
-// DeepSpeed's config checks, in its order: precision flags (while reading params), batch sizes
-// (`_configure_train_batch_size`), then the sanity check (ZeRO stage). Shared by scenarios
+// DeepSpeedConfig's checks, in its order: removed keys, the ZeRO schema and precision flags
+// (while reading params), then batch sizes (`_configure_train_batch_size`). Shared by scenarios
 // and `trainrepro config resolve`.
 BatchResolution resolve_deepspeed_config(const DeepSpeedConfig& config, int64_t world_size);
 
+// The config checks, then what deepspeed.initialize and the first backward refuse (the
+// optimizer's name, an untested optimizer under ZeRO, a direct loss.backward() at stage 0).
 PlanResolution resolve_plan(const Scenario& scenario, Device device);
 
 const char* device_name(Device device);

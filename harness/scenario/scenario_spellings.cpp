@@ -30,6 +30,12 @@ const EnumSpellings<ZeroGradHabit>& zero_grad_spellings() {
   return spellings;
 }
 
+const EnumSpellings<ForwardHabit>& forward_spellings() {
+  static const EnumSpellings<ForwardHabit> spellings = {{ForwardHabit::engine, "engine"},
+                                                        {ForwardHabit::module, "module"}};
+  return spellings;
+}
+
 const EnumSpellings<LossScalingHabit>& loss_scaling_spellings() {
   static const EnumSpellings<LossScalingHabit> spellings = {{LossScalingHabit::engine, "engine"},
                                                             {LossScalingHabit::none, "none"},

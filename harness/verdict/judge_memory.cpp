@@ -31,6 +31,79 @@ std::string project_out_of_memory(MemoryJudgement& judgement, double bytes_per_s
          " of " + device_memory + " run out at step ~" + with_thousands(step);
 }
 
+// A leak that recurs every k steps (an evaluation every k) shows only in windows that span k
+// steps: a window of W boundaries spans W - 1 steps.
+int64_t judging_window(const Scenario& scenario) {
+  const auto& evaluation = scenario.loop.evaluation;
+  const int64_t period = evaluation ? evaluation->every : 1;
+  return std::max(scenario.memory.window, period + 1);
+}
+
+std::string window_reason(const Scenario& scenario, int64_t window) {
+  if (window == scenario.memory.window) return " (memory.window)";
+  return " (memory.window " + std::to_string(scenario.memory.window) +
+         ", widened to span the evaluation every " +
+         std::to_string(scenario.loop.evaluation->every) + " steps)";
+}
+
+// "live tensor memory grows by 24 B/step (3 allocations/step survive), the host heap by …"
+std::string describe_leak_measurement(const MemoryJudgement& judgement, bool cuda) {
+  char allocations[64];
+  std::snprintf(allocations, sizeof allocations, "%.3g", judgement.survivors.allocations_per_step);
+  std::string text = "live tensor memory grows by " + rate(judgement.tensor.bytes_per_step);
+  if (!cuda) {
+    text += " (" + std::string(allocations) + " allocations/step survive), the host heap " +
+            "beyond tensors by " + rate(judgement.host.bytes_per_step);
+  }
+  return text;
+}
+
+// Each habit that keeps memory, with its own mechanism and fix. The measurement decided that
+// there is a leak; the scenario's loop says which of the user's lines it comes from.
+std::string explain_leak_by_habit(const LoopSpec& loop, bool graph_kept) {
+  switch (loop.keep) {
+    case KeepHabit::loss_with_graph:
+      return "The loop keeps the loss tensor every step: backward() freed its activations, but "
+             "the loss still holds its autograd graph's nodes on the host heap. Fix: keep "
+             "loss.item()";
+    case KeepHabit::loss_detached:
+      return "The loop keeps loss.detach() every step: no graph, but one tensor per step (its "
+             "storage and its TensorImpl) stays alive for the whole run. Fix: keep loss.item()";
+    case KeepHabit::loss_on_cpu:
+      return "The loop keeps loss.detach().cpu() every step: off the device, but one CPU tensor "
+             "per step stays alive in host memory for the whole run. Fix: keep loss.item()";
+    case KeepHabit::outputs_with_graph:
+      return "The loop keeps the model's outputs every step with their autograd graph: their "
+             "tensors and the graph's nodes stay alive. Fix: keep what you need as numbers "
+             "(.item(), or .detach().cpu() of a reduced value), or drop them";
+    case KeepHabit::outputs_detached:
+      return "The loop keeps outputs.detach() every step: the graph is gone, but every step's "
+             "outputs stay on the device. Fix: keep numbers derived from them, or move them off "
+             "the device and bound the list";
+    case KeepHabit::outputs_on_cpu:
+      return "The loop keeps outputs.detach().cpu() every step: off the device, but every "
+             "step's outputs stay in host memory for the whole run. Fix: keep numbers derived "
+             "from them, or bound the list";
+    case KeepHabit::gathered_parameters:
+      return "The loop keeps gathered full parameters beyond the step they were gathered for. "
+             "Fix: keep their norms or values as numbers";
+    case KeepHabit::nothing:
+    case KeepHabit::loss_item:
+    case KeepHabit::gathered_parameter_norms:
+      break;
+  }
+  const auto& evaluation = loop.evaluation;
+  if (evaluation && !evaluation->no_grad && evaluation->sum_as_tensor) {
+    return "The evaluation sums its loss as a tensor without torch.no_grad(): every evaluation's "
+           "graph, activations included, stays reachable from the running sum. Fix: evaluate "
+           "under torch.no_grad() and add loss.item()";
+  }
+  return graph_kept ? "Something keeps every step's autograd graph alive (a loss or an output "
+                      "kept after backward()). Fix: keep loss.item(), never the loss"
+                    : "Something keeps every step's tensors alive. Fix: keep numbers "
+                      "(loss.item()), not tensors, across steps";
+}
+
 }  // namespace
 
 MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const Trace& trace) {
@@ -38,9 +111,8 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   const MemorySpec& spec = scenario.memory;
   const bool cuda = plan.device == Device::cuda;
   judgement.warmup_steps = spec.warmup_steps;
-  judgement.window = spec.window;
-  judgement.tensor_threshold = spec.tensor_threshold;
-  judgement.host_threshold = spec.host_threshold;
+  judgement.window = judging_window(scenario);
+  judgement.tensor_bookkeeping_bytes = trace.tensor_bookkeeping_bytes;
   judgement.budget_peak_bytes = spec.budget_peak_bytes;
   judgement.evaluation_peak_bytes = trace.evaluation_peak_bytes;
   judgement.evaluation_peak_bytes_no_grad = trace.evaluation_peak_bytes_no_grad;
@@ -83,58 +155,67 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
         " (memory.budget_peak_bytes)");
   }
 
-  if (static_cast<int64_t>(tensor.size()) < spec.window) {
+  if (static_cast<int64_t>(tensor.size()) < judgement.window) {
     judgement.not_judged_reason =
-        "too few steps for a leak verdict: " + std::to_string(tensor.size()) +
-        " boundaries after " + std::to_string(spec.warmup_steps) +
-        " warm-up steps, a window needs " + std::to_string(spec.window) +
-        " (run more loop.steps to judge memory)";
+        "memory not judged: " + std::to_string(tensor.size()) + " boundaries after " +
+        std::to_string(spec.warmup_steps) + " warm-up steps, and a window needs " +
+        std::to_string(judgement.window) + window_reason(scenario, judgement.window) +
+        "; run at least " + std::to_string(spec.warmup_steps + judgement.window) +
+        " loop.steps to judge memory";
     return judgement;
   }
   judgement.judged = true;
-  judgement.tensor = growth_trend(tensor, spec.window);
-  judgement.host = growth_trend(host, spec.window);
-  if (cuda) judgement.cuda_reserved = growth_trend(reserved, spec.window);
+  judgement.tensor = growth_trend(tensor, judgement.window);
+  judgement.host = growth_trend(host, judgement.window);
+  if (cuda) judgement.cuda_reserved = growth_trend(reserved, judgement.window);
+  const int64_t first_step = spec.warmup_steps + 1;
   judgement.surviving =
-      describe_surviving_allocations(trace.live_at_end, spec.warmup_steps + 1, last_step);
+      describe_surviving_allocations(trace.live_at_end, first_step, last_step);
+  judgement.survivors =
+      count_survivors_by_step(trace.live_at_end, first_step, last_step, judgement.window);
 
-  const bool tensor_leak = judgement.tensor.bytes_per_step > spec.tensor_threshold &&
-                           judgement.tensor.grows_in_every_window;
-  const bool host_leak =
-      judgement.host.bytes_per_step > spec.host_threshold && judgement.host.grows_in_every_window;
-  const std::string where = " over boundaries " + std::to_string(spec.warmup_steps + 1) + "…" +
-                            std::to_string(last_step) + ", growing in every window of " +
-                            std::to_string(spec.window);
-  if (tensor_leak) {
-    judgement.diagnoses.push_back(DiagnosisKind::tensor_memory_leak);
-    judgement.explanations.push_back(
-        "live tensor memory grows by " + rate(judgement.tensor.bytes_per_step) + where + ": " +
-        judgement.surviving +
-        ". Something keeps every step's tensors alive: outputs or losses kept with their graphs, "
-        "or an evaluation loss summed as a tensor without no_grad. Fix: keep loss.item(), or "
-        "detach and move to the CPU what you must keep; evaluate under no_grad" +
-        project_out_of_memory(judgement, judgement.tensor.bytes_per_step, last_used, last_step,
-                              cuda ? "GPU memory" : "RAM"));
-  }
-  if (host_leak) {
-    judgement.diagnoses.push_back(DiagnosisKind::host_memory_leak);
-    judgement.explanations.push_back(
-        "the host heap grows by " + rate(judgement.host.bytes_per_step) + where +
-        ", while live tensor memory grows by " + rate(judgement.tensor.bytes_per_step) + " (" +
-        judgement.surviving +
-        "): each step leaves its autograd graph alive — a loss or output kept after backward() "
-        "holds the graph's nodes on the host heap even though backward freed its activations. "
-        "Fix: keep loss.item() (or loss.detach()), not the loss" +
-        project_out_of_memory(judgement, judgement.host.bytes_per_step, last_used, last_step,
-                              cuda ? "host RAM" : "RAM"));
-  }
-  if (cuda && judgement.cuda_reserved.grows_in_every_window && !tensor_leak) {
+  // A leak is a step that leaves allocations alive, in every window: on the CPU the allocator
+  // knows each survivor's birth step; CUDA's allocator does not, so there live bytes must grow
+  // in every window. Bytes per step are reported, never thresholded.
+  const bool leak = cuda ? judgement.tensor.grows_in_every_window &&
+                               judgement.tensor.bytes_per_step > 0.0
+                         : judgement.survivors.in_every_window;
+  if (cuda && judgement.cuda_reserved.grows_in_every_window && !leak) {
     judgement.notes += std::string(judgement.notes.empty() ? "" : "; ") +
                        "CUDA reserved memory grows by " +
                        rate(judgement.cuda_reserved.bytes_per_step) +
                        " while allocated memory stays flat: the caching allocator's cache "
                        "grows or fragments; this is not a leak";
   }
+  if (!leak) return judgement;
+  const std::string where = " over boundaries " + std::to_string(first_step) + "…" +
+                            std::to_string(last_step) + ", in every window of " +
+                            std::to_string(judgement.window);
+  // Every leak found on the CPU keeps tensors (survivors are how it is found). Graph nodes are
+  // not tensors: a kept loss or output holds its autograd graph's nodes on the host heap. When
+  // the heap grows by more than twice what the survivors' own bookkeeping costs (TensorImpl,
+  // storage, allocator header; measured in this process), more than tensors is kept, and the
+  // leak is a host_memory_leak first.
+  const double bookkeeping = judgement.survivors.allocations_per_step *
+                             static_cast<double>(std::max<int64_t>(trace.tensor_bookkeeping_bytes, 1));
+  const bool graph_kept = !cuda && judgement.host.bytes_per_step > 2.0 * bookkeeping;
+  const char* device_memory = cuda ? "GPU memory" : "RAM";
+  const std::string measured = describe_leak_measurement(judgement, cuda) + where + ": " +
+                               judgement.surviving + ". " +
+                               explain_leak_by_habit(scenario.loop, graph_kept);
+  if (graph_kept) {
+    judgement.diagnoses.push_back(DiagnosisKind::host_memory_leak);
+    judgement.explanations.push_back(measured + project_out_of_memory(
+                                                    judgement, judgement.host.bytes_per_step,
+                                                    last_used, last_step, device_memory));
+  }
+  judgement.diagnoses.push_back(DiagnosisKind::tensor_memory_leak);
+  judgement.explanations.push_back(
+      (graph_kept ? "the kept tensors themselves: live tensor memory grows by " +
+                        rate(judgement.tensor.bytes_per_step)
+                  : measured) +
+      project_out_of_memory(judgement, judgement.tensor.bytes_per_step, last_used, last_step,
+                            device_memory));
   return judgement;
 }
 

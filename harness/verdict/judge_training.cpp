@@ -1,6 +1,7 @@
 #include "harness/verdict/judge_training.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <ATen/ATen.h>
@@ -24,6 +25,7 @@ std::string describe_worst(const std::vector<TensorComparison>& comparisons) {
     if (!worst || comparison.tolerance_used > worst->tolerance_used) worst = &comparison;
   }
   if (!worst) return "";
+  if (!worst->shape_mismatch.empty()) return worst->name + ": " + worst->shape_mismatch;
   std::string index;
   for (int64_t i : worst->worst_index) index += (index.empty() ? "" : ",") + std::to_string(i);
   return worst->name + "[" + index + "]: " + format_number(worst->worst_actual) + " vs golden " +
@@ -64,6 +66,56 @@ class AdamAllowance {
   OptimizerConfig optimizer_;
   std::vector<at::Tensor> allowance_;
 };
+
+// "layers.0.weight has 3 NaN/Inf of 512 elements", or empty when every element is finite.
+std::string describe_non_finite(const std::string& name, const at::Tensor& tensor) {
+  const int64_t count = tensor.isfinite().logical_not().sum().item<int64_t>();
+  if (count == 0) return "";
+  return name + " has " + std::to_string(count) + " NaN/Inf of " +
+         std::to_string(tensor.numel()) + " elements";
+}
+
+// The first NaN or Inf the run produced, in the order it happened: the losses of the
+// micro-steps before an optimizer step, then that step's gradients, then its parameters.
+std::optional<std::string> find_divergence(const Trace& trace) {
+  size_t micro = 0;
+  const auto first_bad_loss = [&](size_t until) -> std::optional<std::string> {
+    for (; micro < until && micro < trace.micro_steps.size(); ++micro) {
+      const double loss = trace.micro_steps[micro].loss;
+      if (!std::isfinite(loss)) {
+        return "the loss of micro-step " + std::to_string(micro) + " is " + format_number(loss);
+      }
+    }
+    return std::nullopt;
+  };
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    const OptimizerStepRecord& step = trace.steps[s];
+    if (auto bad = first_bad_loss(static_cast<size_t>(step.micro_step))) return bad;
+    for (size_t i = 0; i < step.gradients.size(); ++i) {
+      const std::string text = describe_non_finite(trace.parameter_names[i], step.gradients[i]);
+      if (!text.empty()) return "at optimizer step " + std::to_string(s) + " the gradient " + text;
+    }
+    for (size_t i = 0; i < step.parameters.size(); ++i) {
+      const std::string text = describe_non_finite(trace.parameter_names[i], step.parameters[i]);
+      if (!text.empty()) {
+        return "after optimizer step " + std::to_string(s) + " the parameter " + text;
+      }
+    }
+  }
+  return first_bad_loss(trace.micro_steps.size());
+}
+
+Diagnosis diagnose_divergence(const std::string& divergence, int64_t step) {
+  Diagnosis diagnosis;
+  diagnosis.kind = DiagnosisKind::training_diverged;
+  diagnosis.step = step;
+  diagnosis.explanation =
+      "training diverged: " + divergence +
+      ". A NaN or Inf is never a pass, even where the golden diverged the same way. Look at the "
+      "learning rate, the optimizer's betas and eps, and the loss scale; if the scenario "
+      "reproduces a divergence on purpose, expect the diagnosis training_diverged";
+  return diagnosis;
+}
 
 bool all_within(const std::vector<TensorComparison>& comparisons) {
   return std::all_of(comparisons.begin(), comparisons.end(),
@@ -116,11 +168,26 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     judgement.steps.push_back(std::move(step));
   }
 
+  judgement.divergence = find_divergence(trace);
   const bool gradient_first =
       judgement.first_gradient_mismatch &&
       (!judgement.first_parameter_mismatch ||
        *judgement.first_gradient_mismatch <= *judgement.first_parameter_mismatch);
-  if (gradient_first) {
+  if (judgement.divergence) {
+    // No hypothesis about accumulation explains a NaN; the divergence is the finding.
+    const int64_t s = judgement.first_gradient_mismatch.value_or(
+        judgement.first_parameter_mismatch.value_or(0));
+    judgement.diagnosis = diagnose_divergence(*judgement.divergence, s);
+    if (judgement.first_gradient_mismatch || judgement.first_parameter_mismatch) {
+      const bool gradients = gradient_first;
+      judgement.mismatch = std::string(gradients ? "gradients" : "parameters") +
+                           " differ from the golden at optimizer step " + std::to_string(s) + ": " +
+                           describe_worst(gradients ? judgement.steps[s].gradients
+                                                    : judgement.steps[s].parameters);
+    } else {
+      judgement.mismatch = "the run matches the golden, which diverged too";
+    }
+  } else if (gradient_first) {
     const int64_t s = *judgement.first_gradient_mismatch;
     judgement.diagnosis = diagnose_gradient_mismatch(scenario, plan, trace, golden, s);
     judgement.mismatch = "gradients differ from the golden at optimizer step " + std::to_string(s) +
@@ -177,10 +244,11 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
     verdict.found = "gradients and parameters match the golden at all " +
                     std::to_string(training.steps.size()) + " compared optimizer steps";
     verdict.found += memory.judged
-                         ? "; memory bounded (tensors " +
+                         ? "; memory bounded: no window of steps leaves allocations alive "
+                           "(tensors " +
                                format_bytes(memory.tensor.bytes_per_step) + "/step, host heap " +
                                format_bytes(memory.host.bytes_per_step) + "/step)"
-                         : "";
+                         : "; " + memory.not_judged_reason;
     if (zero.judged) {
       verdict.found += "; model states " + format_bytes(zero.measured.total()) + " (" +
                        std::to_string(zero.model_states_ratio).substr(0, 5) +
@@ -195,10 +263,14 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
   verdict.found = join(found);
   verdict.diagnosis = join(explanations);
   if (!memory.notes.empty()) verdict.found += "; " + memory.notes;
+  // Reproduced only when the named diagnosis is found and nothing unexplained beside it: a
+  // reproduction that also shows a mismatch no hypothesis explains is not understood.
   const bool expected_found =
       scenario.expect.outcome == ExpectedOutcome::diagnosis &&
       std::find(kinds.begin(), kinds.end(), scenario.expect.diagnosis) != kinds.end();
-  verdict.outcome = expected_found ? Outcome::reproduced : Outcome::failed;
+  const bool unexplained_found =
+      std::find(kinds.begin(), kinds.end(), std::nullopt) != kinds.end();
+  verdict.outcome = expected_found && !unexplained_found ? Outcome::reproduced : Outcome::failed;
   return verdict;
 }
 

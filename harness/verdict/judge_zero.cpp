@@ -99,15 +99,14 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   // At stage 3 a rank should hold about a 1/N share of the parameters; tensors beyond its
   // model states the size of the whole model mean someone keeps gathered parameters alive.
   const int64_t full_parameter_bytes = trace.parameter_numel * element;
-  const int64_t beyond_states =
-      judgement.tensor_bytes_at_boundary - last.harness_tensor_bytes - judgement.expected.total();
+  // The samples never count the harness's own copies (the allocator keeps them apart).
+  const int64_t beyond_states = judgement.tensor_bytes_at_boundary - judgement.expected.total();
   if (plan.zero_stage == 3 && plan.batch.world_size > 1 &&
       beyond_states >= full_parameter_bytes * 3 / 4) {
     add(judgement, DiagnosisKind::gathered_parameters_kept,
         "rank 0 holds " + format_bytes(judgement.tensor_bytes_at_boundary) +
             " of tensors after each optimizer step: its ZeRO stage 3 model states are " +
-            format_bytes(judgement.expected.total()) + " and the harness's recorded copies " +
-            format_bytes(last.harness_tensor_bytes) + "; the other " + format_bytes(beyond_states) +
+            format_bytes(judgement.expected.total()) + "; the other " + format_bytes(beyond_states) +
             " are about the whole model's parameters (" + format_bytes(full_parameter_bytes) +
             "): the loop keeps gathered full parameters alive between steps, so every rank holds "
             "the unpartitioned model. Fix: keep what you need from them (norms, values) and "

@@ -20,8 +20,8 @@ struct MemoryJudgement {
   GrowthTrend tensor;  // live tensor bytes on the run's device
   GrowthTrend host;    // host heap in use, minus CPU tensor bytes
   GrowthTrend cuda_reserved;
-  int64_t tensor_threshold = 0;
-  int64_t host_threshold = 0;
+  SurvivorCount survivors;  // CPU: allocations alive at the end, by the step that made them
+  int64_t tensor_bookkeeping_bytes = 0;  // host heap one kept tensor costs beyond its data
   // Leaks and the budget, each with its explanation. Tensor and host leaks can both be found:
   // outputs kept with their graph grow tensor memory and the host heap at once.
   std::vector<DiagnosisKind> diagnoses;

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "harness/engine/reference_engine.h"
-#include "harness/golden/diagnosis.h"
+#include "harness/verdict/diagnosis.h"
 #include "harness/golden/tensor_comparison.h"
 
 namespace trainrepro {
@@ -30,6 +30,9 @@ struct TrainingJudgement {
   std::optional<int64_t> first_parameter_mismatch;
   std::optional<Diagnosis> diagnosis;  // when something mismatched
   std::string mismatch;                // the first mismatch in words, with the numbers
+  // The first NaN or Inf in the run's losses, gradients or parameters, in words ("the loss of
+  // micro-step 7 is NaN"); a diverged run is never "passed", even where the golden diverged too.
+  std::optional<std::string> divergence;
   EngineCounters counters;
   int64_t micro_steps = 0;
   std::vector<double> micro_step_losses;

@@ -32,7 +32,7 @@ struct ZeroJudgement {
   int64_t expected_bytes_sent_per_step = 0;
   double traffic_ratio = 0.0;
   int64_t tensor_bytes_at_boundary = 0;  // live tensors on the device after the last step
-  int64_t harness_tensor_bytes = 0;      // of those, the harness's own recorded copies
+  int64_t harness_tensor_bytes = 0;      // the harness's own recorded copies, not among those
   std::vector<DiagnosisKind> diagnoses;
   std::vector<std::string> explanations;
 };

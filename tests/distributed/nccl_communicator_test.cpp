@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "harness/loop/sample_assignment.h"
 #include "harness/distributed/communicator.h"
 #include "harness/distributed/mpi_session.h"
 #include "harness/engine/reference_engine.h"
@@ -61,9 +62,11 @@ TEST_F(NcclOnGpu, EveryZeroStageOnCudaMatchesStageZeroOnCpu) {
     auto model = build_model(model_spec, at::kDouble, device);
     ReferenceEngine engine(model, plan, communicator);
     const SampleSource source(data);
+    // Without a communicator one process plays every rank: its micro-batch is theirs together.
+    const SampleAssignment samples{micro_batch, communicator ? ranks : 1};
     for (int64_t m = 0; m < 4; ++m) {
-      const int64_t first = communicator ? (m * ranks + rank) * micro_batch : m * micro_batch;
-      const Batch batch = source.samples(first, first + micro_batch, at::kDouble, device);
+      const SampleRange mine = samples.micro_batch_of(m, communicator ? rank : 0);
+      const Batch batch = source.samples(mine.begin, mine.end, at::kDouble, device);
       engine.backward(model->loss_sum(batch) / static_cast<double>(batch.items));
       engine.step();
     }

@@ -6,6 +6,7 @@
 
 #include <ATen/ATen.h>
 
+#include "harness/loop/sample_assignment.h"
 #include "harness/distributed/communicator.h"
 #include "harness/engine/model_states.h"
 #include "harness/engine/reference_engine.h"
@@ -50,10 +51,10 @@ TrainingRun train(const Plan& plan, Communicator* communicator) {
   engine.observed_steps = 0;
   engine.on_optimizer_step = [&](const OptimizerStepEvent& event) { run.events.push_back(event); };
   const SampleSource source(kData);
-  const int64_t micro_batch = plan.batch.micro_batch_per_gpu;
+  const SampleAssignment samples{plan.batch.micro_batch_per_gpu, ranks};
   for (int64_t m = 0; m < kSteps * kGas; ++m) {
-    const int64_t first = (m * ranks + rank) * micro_batch;
-    const Batch batch = source.samples(first, first + micro_batch, at::kDouble, at::kCPU);
+    const SampleRange mine = samples.micro_batch_of(m, rank);
+    const Batch batch = source.samples(mine.begin, mine.end, at::kDouble, at::kCPU);
     engine.backward(model->loss_sum(batch) / static_cast<double>(batch.items));
     if (plan.zero_stage == 3) {
       // Released after backward: only the shards remain.

@@ -68,6 +68,8 @@ def make_optimizer(config, params):
                                dampening=config["dampening"], nesterov=config["nesterov"],
                                weight_decay=decay, foreach=False)
     betas, eps = tuple(config["betas"]), config["eps"]
+    if config["betas"][1] > 1.0:
+        return None  # sqrt(1 - beta2^t) has no real value: the golden must diverge (below)
     if config["decoupled_weight_decay"]:
         return torch.optim.AdamW(params, lr=lr, betas=betas, eps=eps, weight_decay=decay,
                                  foreach=False)
@@ -97,7 +99,8 @@ def check_file(path):
     worst = 0.0
     for step in range(steps):
         rows = slice(step * batch, (step + 1) * batch)
-        optimizer.zero_grad(set_to_none=True)
+        for param in ordered:
+            param.grad = None
         if model["name"] == "mlp":
             loss_sum, items = mlp_loss_sum(params, model["options"], inputs[rows], targets[rows])
         else:
@@ -110,6 +113,13 @@ def check_file(path):
         for name in names:
             differences[f"grad/{name}"] = largest_difference(
                 params[name].grad, tensors[f"step{step}/grad/{name}"])
+        if optimizer is None:
+            # A golden that reproduces a divergence: its first step's loss and gradients are
+            # ordinary, and Adam's bias correction then makes every parameter NaN.
+            for name in names:
+                if not bool(tensors[f"step{step}/param/{name}"].isnan().all()):
+                    problems.append(f"step {step} param/{name}: expected NaN (beta2 > 1)")
+            return not problems and max(differences.values()) <= TOLERANCE, worst, problems
         if key["gradient_clipping"] > 0:
             torch.nn.utils.clip_grad_norm_(ordered, key["gradient_clipping"])
         optimizer.step()

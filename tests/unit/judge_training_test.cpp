@@ -2,6 +2,9 @@
 // reported as unexplained with its numbers, and an expected bug that is absent is not reproduced.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "harness/golden/golden_run.h"
 #include "harness/loop/training_loop.h"
 #include "harness/scenario/load_scenario.h"
@@ -71,6 +74,48 @@ TEST_F(JudgeTraining, ParameterOnlyMismatchBlamesTheOptimizerUpdate) {
   EXPECT_EQ(verdict.outcome, Outcome::failed);
   EXPECT_EQ(judgement.first_parameter_mismatch, 1);
   EXPECT_NE(verdict.diagnosis.find("the optimizer update itself differs"), std::string::npos);
+}
+
+TEST_F(JudgeTraining, NaNOnBothSidesIsNeverAPass) {
+  // Both the run and the golden diverged: NaN positions compare equal, but a diverged run is
+  // a failure that names the first tensor, unless the scenario expects the divergence.
+  trace_.steps[1].gradients[0].fill_(std::nan(""));
+  golden_.steps[1].gradients[0].fill_(std::nan(""));
+  TrainingJudgement judgement;
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_, zero_);
+  EXPECT_EQ(verdict.outcome, Outcome::failed) << verdict.found;
+  EXPECT_NE(verdict.diagnosis.find("training diverged: at optimizer step 1 the gradient " +
+                                   trace_.parameter_names[0]),
+            std::string::npos)
+      << verdict.diagnosis;
+  scenario_.expect = {ExpectedOutcome::diagnosis, std::nullopt, DiagnosisKind::training_diverged};
+  TrainingJudgement expected;
+  EXPECT_EQ(judge_run(scenario_, plan_, trace_, golden_, expected, memory_, zero_).outcome,
+            Outcome::reproduced);
+}
+
+TEST_F(JudgeTraining, InfiniteLossIsNamedByItsMicroStep) {
+  trace_.micro_steps[2].loss = std::numeric_limits<double>::infinity();
+  TrainingJudgement judgement;
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_, zero_);
+  EXPECT_EQ(verdict.outcome, Outcome::failed);
+  EXPECT_NE(verdict.diagnosis.find("the loss of micro-step 2 is inf"), std::string::npos)
+      << verdict.diagnosis;
+}
+
+TEST_F(JudgeTraining, ReproductionWithAnUnexplainedFindingBesideItFails) {
+  // The expected finding: a peak over a 1-byte budget.
+  scenario_.memory.budget_peak_bytes = 1;
+  scenario_.expect = {ExpectedOutcome::diagnosis, std::nullopt, DiagnosisKind::memory_over_budget};
+  TrainingJudgement alone;
+  EXPECT_EQ(judge_run(scenario_, plan_, trace_, golden_, alone, memory_, zero_).outcome,
+            Outcome::reproduced);
+  // Beside it, gradients that nothing explains: the reproduction is not understood.
+  for (at::Tensor& gradient : trace_.steps[0].gradients) gradient.mul_(1.7);
+  TrainingJudgement judgement;
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_, zero_);
+  EXPECT_EQ(verdict.outcome, Outcome::failed);
+  EXPECT_NE(verdict.found.find("memory: diagnosis memory_over_budget"), std::string::npos);
 }
 
 }  // namespace

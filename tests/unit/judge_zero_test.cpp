@@ -78,8 +78,7 @@ TEST_F(JudgeZero, TrafficIsOnlyReportedWhenTheLoopEvaluates) {
 
 TEST_F(JudgeZero, WholeModelAliveBeyondStageThreeStatesIsGatheredParametersKept) {
   make_run(3, 2);
-  trace_.steps.back().harness_tensor_bytes = 50000;  // the harness's copies do not count
-  trace_.memory.back().cpu_tensor_bytes += 50000;
+  trace_.steps.back().harness_tensor_bytes = 50000;  // counted apart, never in the samples
   EXPECT_TRUE(judge().diagnoses.empty());
   trace_.memory.back().cpu_tensor_bytes += 4 * kNumel;  // a full float32 copy of Ψ
   const ZeroJudgement judgement = judge();

@@ -59,6 +59,7 @@ TEST(LeakDetection, PlantedKibPerStepLeakIsFoundWithin32Boundaries) {
   }
   trace.memory = probe.take_samples();
   trace.live_at_end = CountingCpuAllocator::live_allocations();
+  trace.tensor_bookkeeping_bytes = MemoryProbe::measure_tensor_bookkeeping_bytes();
 
   const MemoryJudgement judgement = judge_memory(scenario, plan, trace);
   ASSERT_TRUE(judgement.judged) << judgement.not_judged_reason;

@@ -1,0 +1,59 @@
+#include "harness/cli/thread_budget.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <stdexcept>
+#include <thread>
+
+#include <ATen/Parallel.h>
+
+namespace trainrepro {
+namespace {
+
+// The cores this process may run on (a container or `taskset` may allow fewer than exist).
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+// A positive integer from the environment, or 0 when the variable is unset.
+int positive_from_environment(const char* variable) {
+  const char* text = std::getenv(variable);
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (*end != '\0' || value < 1 || value > 4096) {
+    throw std::invalid_argument(std::string(variable) + ": expected a positive integer, found \"" +
+                                text + "\"");
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+int launcher_world_size() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+    if (const char* text = std::getenv(variable)) {
+      const int size = std::atoi(text);
+      if (size > 0) return size;
+    }
+  }
+  return 1;
+}
+
+int choose_intra_op_threads(int rank_processes) {
+  if (const int chosen = positive_from_environment("TRAINREPRO_THREADS")) return chosen;
+  return std::max(1, usable_cores() / std::max(1, rank_processes));
+}
+
+void cap_torch_threads(int rank_processes) {
+  const int threads = choose_intra_op_threads(rank_processes);
+  at::set_num_threads(threads);
+  // The inter-op pool only serves parallel autograd on several devices; one thread is enough.
+  at::set_num_interop_threads(1);
+}
+
+}  // namespace trainrepro

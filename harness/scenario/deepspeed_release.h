@@ -1,0 +1,49 @@
+// The DeepSpeed releases whose semantics the harness knows, and every behaviour that differs
+// between them: defaults, keys DeepSpeed refuses, and what a loop that bypasses the engine gets.
+// A scenario names its release ("deepspeed_version"); results and the console say which one
+// was used. Each field cites the DeepSpeed source it was read from (paths inside the release's
+// sdist, under deepspeed/), so the table can be checked and extended release by release.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace trainrepro {
+
+// A key DeepSpeed refuses outright (it was removed), with DeepSpeed's reason.
+struct RemovedKey {
+  std::string section;  // "" for the top level, "zero_optimization" for a ZeRO key
+  std::string key;
+  std::string message;  // DeepSpeed's DeepSpeedConfigError text
+};
+
+struct DeepSpeedRelease {
+  std::string version;  // "0.19.8"
+  // runtime/constants.py GRADIENT_CLIPPING_DEFAULT: 0.0 up to 0.19.2, 1.0 from 0.19.3.
+  double gradient_clipping_default = 0.0;
+  // runtime/engine.py forward(): from 0.18.3 the engine hooks the outputs of its forward so a
+  // direct loss.backward() is refused at ZeRO stage 0 and scaled by 1/GAS at stages 1-3.
+  // Before, loss.backward() was plain autograd: no 1/GAS, no reduction across ranks.
+  bool direct_backward_hooked = false;
+  // runtime/constants.py MANAGED_GRADIENT_ACCUMULATION (0.19.4+); false makes every step() a
+  // boundary. Older releases ignore the key.
+  bool has_managed_gradient_accumulation = false;
+  // runtime/config.py _reject_removed_config_keys (0.19.7 partly, 0.19.8 fully).
+  std::vector<RemovedKey> removed_keys;
+  // runtime/engine.py DEEPSPEED_OPTIMIZERS via runtime/config.py: the names DeepSpeed matches
+  // case-insensitively; any other name is looked up in torch.optim exactly as written.
+  std::vector<std::string> deepspeed_optimizer_names;
+};
+
+// Oldest first; the last is the default.
+const std::vector<DeepSpeedRelease>& known_deepspeed_releases();
+const DeepSpeedRelease& newest_deepspeed_release();
+
+// The release for `version`: an exact known release, or a known release's line ("0.16.4" is
+// read as 0.16.9, the release of that line the table was checked against; `note` says so).
+// nullptr for a version of a line the table does not know.
+const DeepSpeedRelease* find_deepspeed_release(const std::string& version, std::string& note);
+
+// "0.16.9 (also used for 0.16.x), 0.19.8", for error messages.
+std::string describe_known_releases();
+
+}  // namespace trainrepro

@@ -1,0 +1,378 @@
+#include "harness/verdict/diagnosis.h"
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include "harness/loop/sample_assignment.h"
+#include "harness/verdict/batch_fix.h"
+#include "models/sample_source.h"
+
+namespace trainrepro {
+namespace {
+
+using Gradients = std::vector<at::Tensor>;
+
+// How close a prediction must be to count as the explanation: float64 runs reproduce a
+// hypothesis to ~1e-12; float32 accumulation leaves ~1e-6 relative noise.
+double match_threshold(EngineDtype dtype) { return dtype == EngineDtype::float64 ? 1e-8 : 1e-4; }
+
+double norm_of(const Gradients& tensors) {
+  double squared = 0.0;
+  for (const at::Tensor& tensor : tensors) squared += tensor.pow(2).sum().item<double>();
+  return std::sqrt(squared);
+}
+
+double relative_error(const Gradients& observed, const Gradients& predicted) {
+  double squared = 0.0;
+  for (size_t i = 0; i < observed.size(); ++i) {
+    squared += (observed[i] - predicted[i]).pow(2).sum().item<double>();
+  }
+  return std::sqrt(squared) / std::max(norm_of(predicted), 1e-300);
+}
+
+Gradients scaled(const Gradients& tensors, double factor) {
+  Gradients result;
+  for (const at::Tensor& tensor : tensors) result.push_back(tensor * factor);
+  return result;
+}
+
+Gradients summed(const Gradients& a, const Gradients& b) {
+  Gradients result;
+  for (size_t i = 0; i < a.size(); ++i) result.push_back(a[i] + b[i]);
+  return result;
+}
+
+std::string format(const char* pattern, double value) {
+  char text[256];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+// Gradients of the summed loss over samples [begin, end) at the golden's parameters, float64.
+class ReferenceGradients {
+ public:
+  ReferenceGradients(const Scenario& scenario, const std::vector<at::Tensor>& parameters)
+      : model_(build_model(scenario.model, at::kDouble, at::kCPU)), source_(scenario.data) {
+    c10::NoGradGuard no_grad;
+    size_t i = 0;
+    for (auto& item : model_->named_parameters(/*recurse=*/true)) {
+      item.value().copy_(parameters.at(i++));
+    }
+  }
+
+  // Returns the gradient of the *summed* per-item loss and sets `items`.
+  Gradients of_sum(int64_t begin, int64_t end, int64_t& items) {
+    model_->zero_grad();
+    const Batch batch = source_.samples(begin, end, at::kDouble, at::kCPU);
+    model_->loss_sum(batch).backward();
+    items = batch.items;
+    Gradients gradients;
+    for (auto& item : model_->named_parameters(/*recurse=*/true)) {
+      const at::Tensor gradient = item.value().grad();
+      gradients.push_back(gradient.defined() ? gradient.detach().clone()
+                                             : at::zeros_like(item.value()));
+    }
+    return gradients;
+  }
+
+ private:
+  std::shared_ptr<ZooModel> model_;
+  SampleSource source_;
+};
+
+struct Hypothesis {
+  DiagnosisKind kind;
+  Gradients predicted;
+  // Explained by the config itself (the batch keys, managed accumulation): where two
+  // hypotheses predict the same gradient, the one the config shows wins.
+  bool from_config = false;
+};
+
+std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& plan, int64_t step) {
+  const ResolvedBatch& batch = plan.batch;
+  const std::string gas = std::to_string(batch.gradient_accumulation_steps);
+  const std::string intended = std::to_string(scenario.golden.train_batch_size);
+  const std::string effective = std::to_string(batch.train_batch_size);
+  switch (kind) {
+    case DiagnosisKind::no_accumulation: {
+      std::string why = batch.given.gradient_accumulation_steps
+                            ? "gradient_accumulation_steps is 1"
+                            : "gradient_accumulation_steps is not set, so DeepSpeed uses 1";
+      return "effective batch is " + effective + ", not " + intended + ": " + why +
+             " (train_micro_batch_size_per_gpu=" + std::to_string(batch.micro_batch_per_gpu) +
+             "); every optimizer step sees one micro-batch. " +
+             suggest_batch_fix(batch, scenario.golden.train_batch_size);
+    }
+    case DiagnosisKind::effective_batch_differs:
+      return "effective batch is " + effective + ", not " + intended +
+             ": the config resolves to train_micro_batch_size_per_gpu=" +
+             std::to_string(batch.micro_batch_per_gpu) + " x gradient_accumulation_steps=" + gas +
+             " x world_size=" + std::to_string(batch.world_size) + ". " +
+             suggest_batch_fix(batch, scenario.golden.train_batch_size) +
+             " (see trainrepro config resolve)";
+    case DiagnosisKind::loss_not_scaled:
+      return "gradients are " + gas +
+             "x the golden's: the micro-batch losses are summed, not "
+             "averaged (loss.backward() bypasses engine.backward's division by "
+             "gradient_accumulation_steps=" +
+             gas + "). Fix: call engine.backward(loss)";
+    case DiagnosisKind::loss_scaled_twice:
+      return "gradients are 1/" + gas +
+             " of the golden's: the loss is divided by "
+             "gradient_accumulation_steps twice, by the training loop and by engine.backward. "
+             "Fix: remove the loop's own division; engine.backward already scales";
+    case DiagnosisKind::zeroed_inside_window:
+      return "gradients are the last micro-batch's alone: they are zeroed inside the "
+             "accumulation window, so " +
+             std::to_string(batch.gradient_accumulation_steps - 1) + " of " + gas +
+             " micro-batches are lost. Fix: do not call zero_grad() between "
+             "micro-batches; the engine zeroes at the boundary";
+    case DiagnosisKind::never_zeroed:
+      return "step " + std::to_string(step) + "'s gradients are its own plus step " +
+             std::to_string(step - 1) +
+             "'s: gradients are never zeroed and accumulate across "
+             "optimizer steps. Fix: zero gradients after every optimizer step (engine.step() "
+             "does it)";
+    case DiagnosisKind::optimizer_every_micro_step:
+      return "the optimizer stepped after the first micro-batch: optimizer.step() is called "
+             "every micro-step, bypassing accumulation (" +
+             gas +
+             " optimizer steps per "
+             "intended one). Fix: call engine.step() after every backward and let the engine "
+             "step the optimizer at the boundary";
+    case DiagnosisKind::step_once_per_window:
+      return "the accumulation boundary came after " +
+             std::to_string(batch.gradient_accumulation_steps * batch.gradient_accumulation_steps) +
+             " micro-batches, not " + gas +
+             ": engine.step() is called once per window, but "
+             "DeepSpeed counts every step() call as a micro-step. Fix: call engine.step() after "
+             "every engine.backward()";
+    case DiagnosisKind::unmanaged_gradient_accumulation:
+      return "the optimizer stepped after the first micro-batch with 1/" + gas +
+             " of its gradient: \"managed_gradient_accumulation\": false makes every "
+             "engine.step() an accumulation boundary (DeepSpeed " +
+             plan.deepspeed_version +
+             "), while engine.backward still divides by gradient_accumulation_steps=" + gas +
+             ". Fix: remove \"managed_gradient_accumulation\": false, or call engine.step() "
+             "only at the boundaries you manage yourself";
+    case DiagnosisKind::backward_in_evaluation:
+      return "step " + std::to_string(step) +
+             "'s gradients are its own plus the evaluation "
+             "loss's gradient: the evaluation before it called backward(), computing gradients "
+             "where none are needed and leaving them in .grad for the next training step. Fix: "
+             "evaluate under torch.no_grad() and never call backward() on an evaluation loss";
+    case DiagnosisKind::training_diverged:  // judged from the trace's values, not a hypothesis
+    case DiagnosisKind::tensor_memory_leak:
+    case DiagnosisKind::host_memory_leak:
+    case DiagnosisKind::memory_over_budget:
+    case DiagnosisKind::gathered_parameters_kept:
+    case DiagnosisKind::model_states_differ_from_zero:
+    case DiagnosisKind::traffic_differs_from_zero:
+      return "";  // judged from memory and traffic, never from gradients
+    case DiagnosisKind::per_micro_batch_token_normalisation:
+      return "gradients equal the average of per-micro-batch token means: each micro-batch's "
+             "loss is divided by its own token count, which weighs tokens unequally when "
+             "sequence lengths vary. Fix: divide the summed token loss by the number of tokens "
+             "in the whole accumulated batch (num_items_in_batch)";
+  }
+  return "";
+}
+
+// One accumulation window as every rank saw it: per rank and micro-step, the gradient of the
+// summed per-item loss over that rank's micro-batch, and its items.
+struct RankWindow {
+  std::vector<std::vector<Gradients>> sums;  // [rank][micro-step]
+  std::vector<std::vector<int64_t>> items;   // [rank][micro-step]
+  int64_t total_items = 0;                   // every rank, every micro-step
+};
+
+RankWindow window_of(ReferenceGradients& reference, const SampleAssignment& samples,
+                     int64_t first_micro_step, int64_t gas) {
+  RankWindow window;
+  window.sums.resize(samples.world_size);
+  window.items.resize(samples.world_size);
+  for (int64_t r = 0; r < samples.world_size; ++r) {
+    for (int64_t k = 0; k < gas; ++k) {
+      const SampleRange range = samples.micro_batch_of(first_micro_step + k, r);
+      int64_t count = 0;
+      window.sums[r].push_back(reference.of_sum(range.begin, range.end, count));
+      window.items[r].push_back(count);
+      window.total_items += count;
+    }
+  }
+  return window;
+}
+
+// How the user's loop normalises one micro-batch's summed loss.
+enum class Normalised {
+  by_window_items,  // by the window's items on this rank (all ranks' items / W), times GAS
+  by_own_items,     // by the micro-batch's own items
+};
+
+// What rank 0 holds after the backwards of micro-steps [begin, end) of the window: each rank's
+// gradient of its own loss, normalised as the loop does, times `scale` (1/GAS through
+// engine.backward, 1 through loss.backward()); then what crosses ranks: averaged when the
+// engine reduced them (a boundary reached inside engine.backward), otherwise rank 0's own.
+Gradients rank_zero_holds(const RankWindow& window, Normalised normalised, double scale,
+                          bool reduced, int64_t begin, int64_t end) {
+  const int64_t ranks = static_cast<int64_t>(window.sums.size());
+  const int64_t gas = static_cast<int64_t>(window.sums[0].size());
+  const double window_items_per_rank = static_cast<double>(window.total_items) / ranks;
+  Gradients held = scaled(window.sums[0][0], 0.0);
+  for (int64_t r = 0; r < (reduced ? ranks : 1); ++r) {
+    for (int64_t k = begin; k < end; ++k) {
+      const double normaliser = normalised == Normalised::by_window_items
+                                    ? window_items_per_rank / static_cast<double>(gas)
+                                    : static_cast<double>(window.items[r][k]);
+      const double average = reduced ? 1.0 / ranks : 1.0;
+      held = summed(held, scaled(window.sums[r][k], scale * average / normaliser));
+    }
+  }
+  return held;
+}
+
+// Each hypothesis models what every rank's loop does, then what the engine sends across ranks:
+// engine.backward reduces at the boundary, loss.backward() and optimizer.step() never do.
+std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& plan,
+                                         const Trace& trace, const Golden& golden, int64_t step) {
+  const std::vector<at::Tensor>& parameters_before =
+      step == 0 ? golden.initial_parameters : golden.steps[step - 1].parameters;
+  ReferenceGradients reference(scenario, parameters_before);
+  const int64_t gas = plan.batch.gradient_accumulation_steps;
+  const SampleAssignment samples{plan.batch.micro_batch_per_gpu, plan.batch.world_size};
+  const int64_t first = step * gas;  // the window's first micro-step, as the correct loop has it
+  const RankWindow window = window_of(reference, samples, first, gas);
+  const double engine_scale = 1.0 / static_cast<double>(gas);
+  const Gradients correct = rank_zero_holds(window, Normalised::by_window_items, engine_scale,
+                                            /*reduced=*/true, 0, gas);
+
+  std::vector<Hypothesis> hypotheses;
+  if (plan.batch.train_batch_size != scenario.golden.train_batch_size) {
+    const bool no_accumulation =
+        gas == 1 && plan.batch.train_batch_size < scenario.golden.train_batch_size;
+    hypotheses.push_back(
+        {no_accumulation ? DiagnosisKind::no_accumulation : DiagnosisKind::effective_batch_differs,
+         correct, /*from_config=*/true});
+  }
+  if (gas > 1) {
+    // loss.backward(): no 1/GAS and no reduction across ranks.
+    hypotheses.push_back(
+        {DiagnosisKind::loss_not_scaled,
+         rank_zero_holds(window, Normalised::by_window_items, 1.0, /*reduced=*/false, 0, gas)});
+    hypotheses.push_back({DiagnosisKind::loss_scaled_twice, scaled(correct, engine_scale)});
+    // Zeroed before every backward: the boundary's reduction sees the last micro-batch only.
+    hypotheses.push_back({DiagnosisKind::zeroed_inside_window,
+                          rank_zero_holds(window, Normalised::by_window_items, engine_scale,
+                                          /*reduced=*/true, gas - 1, gas)});
+    // optimizer.step() after the first backward, before any boundary: rank 0's own gradient.
+    hypotheses.push_back({DiagnosisKind::optimizer_every_micro_step,
+                          rank_zero_holds(window, Normalised::by_window_items, engine_scale,
+                                          /*reduced=*/false, 0, 1)});
+    // The boundary after GAS windows: each window's correct gradient, summed.
+    Gradients many_windows = correct;
+    for (int64_t w = 1; w < gas; ++w) {
+      const RankWindow later = window_of(reference, samples, first + w * gas, gas);
+      many_windows = summed(many_windows, rank_zero_holds(later, Normalised::by_window_items,
+                                                          engine_scale, /*reduced=*/true, 0, gas));
+    }
+    hypotheses.push_back({DiagnosisKind::step_once_per_window, many_windows});
+    // Unmanaged accumulation: the first step() after one backward is a boundary, reduced.
+    if (!plan.managed_gradient_accumulation) {
+      hypotheses.push_back({DiagnosisKind::unmanaged_gradient_accumulation,
+                            rank_zero_holds(window, Normalised::by_window_items, engine_scale,
+                                            /*reduced=*/true, 0, 1),
+                            /*from_config=*/true});
+    }
+  }
+  // Each rank's micro-batch averaged over its own tokens: wrong whenever more than one
+  // micro-batch (across steps or across ranks) makes up the batch and lengths vary.
+  if (golden.data.mask.defined() && (gas > 1 || plan.batch.world_size > 1)) {
+    hypotheses.push_back({DiagnosisKind::per_micro_batch_token_normalisation,
+                          rank_zero_holds(window, Normalised::by_own_items, engine_scale,
+                                          /*reduced=*/true, 0, gas)});
+  }
+  // An evaluation that called backward() just before this step left its gradients behind; every
+  // rank evaluates the same samples, so averaging across ranks leaves them as they are.
+  const auto& evaluation = scenario.loop.evaluation;
+  if (evaluation && step > 0 && step % evaluation->every == 0) {
+    Gradients predicted = golden.steps[step].gradients;
+    const int64_t evaluation_index = step / evaluation->every - 1;
+    for (int64_t b = 0; b < evaluation->batches; ++b) {
+      const SampleRange range = samples.evaluation_batch(evaluation_index, b, evaluation->batches);
+      int64_t count = 0;
+      const Gradients sum = reference.of_sum(range.begin, range.end, count);
+      predicted = summed(predicted, scaled(sum, 1.0 / count));
+    }
+    hypotheses.push_back({DiagnosisKind::backward_in_evaluation, predicted});
+  }
+  // Never zeroed: the loop steps the optimizer itself and never calls engine.step(), so the
+  // engine reaches a boundary (and reduces) only when every backward is one (GAS 1).
+  if (step > 0) {
+    const Gradients this_window = rank_zero_holds(window, Normalised::by_window_items,
+                                                  engine_scale, /*reduced=*/gas == 1, 0, gas);
+    hypotheses.push_back(
+        {DiagnosisKind::never_zeroed, summed(this_window, trace.steps[step - 1].gradients)});
+  }
+  return hypotheses;
+}
+
+}  // namespace
+
+Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan, const Trace& trace,
+                                     const Golden& golden, int64_t step) {
+  Diagnosis diagnosis;
+  diagnosis.step = step;
+  const Gradients& observed = trace.steps[step].gradients;
+  double best_error = std::numeric_limits<double>::infinity();
+  bool best_from_config = false;
+  for (const Hypothesis& hypothesis : build_hypotheses(scenario, plan, trace, golden, step)) {
+    const double error = relative_error(observed, hypothesis.predicted);
+    diagnosis.tested.push_back({hypothesis.kind, error});
+    const bool matches = error <= match_threshold(plan.dtype);
+    // Among matching hypotheses the config's own explanation wins, then the closest.
+    const bool better = matches && diagnosis.kind
+                            ? (hypothesis.from_config && !best_from_config) ||
+                                  (hypothesis.from_config == best_from_config && error < best_error)
+                            : error < best_error;
+    if (better) {
+      best_error = error;
+      if (matches) {
+        diagnosis.kind = hypothesis.kind;
+        best_from_config = hypothesis.from_config;
+      }
+    }
+  }
+  if (diagnosis.kind) {
+    diagnosis.explanation = explain(*diagnosis.kind, scenario, plan, step) +
+                            format(" (matched to a relative error of %.1e)", best_error);
+    return diagnosis;
+  }
+  std::string tested;
+  for (const HypothesisResult& result : diagnosis.tested) {
+    tested += (tested.empty() ? "" : ", ") +
+              std::string(spelling_of(result.kind, diagnosis_spellings())) +
+              format(" (relative error %.2g)", result.relative_error);
+  }
+  diagnosis.explanation =
+      "gradients differ from the golden at step " + std::to_string(step) +
+      " and no known cause explains it; tested: " + (tested.empty() ? "none applicable" : tested);
+  return diagnosis;
+}
+
+Diagnosis diagnose_parameter_mismatch(const Plan& plan, int64_t step) {
+  Diagnosis diagnosis;
+  diagnosis.step = step;
+  diagnosis.explanation =
+      "gradients match the golden but parameters after step " + std::to_string(step) +
+      " do not: the optimizer update itself differs (optimizer " +
+      spelling_of(plan.optimizer.kind, optimizer_spellings()) + ", lr " +
+      format("%g", plan.optimizer.lr) + "); check the optimizer settings and its state";
+  return diagnosis;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Writes the scenarios of scenarios/deepspeed-versions/: one behaviour that differs between the
+DeepSpeed releases the harness knows (0.16.9 and 0.19.8; harness/scenario/deepspeed_release.h),
+each shown under the release that has it and, where it makes sense, its twin under the other.
+Re-run after changing them, then `build/trainrepro golden --update scenarios/deepspeed-versions`."""
+import copy
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).resolve().parent
+BASE = {
+    "model": {"name": "mlp", "options": {"dims": [12, 24, 3], "activation": "tanh"}, "seed": 31},
+    "data": {"name": "classification", "options": {"features": 12, "classes": 3}, "seed": 32},
+    "deepspeed": {
+        "train_batch_size": 24,
+        "train_micro_batch_size_per_gpu": 6,
+        "optimizer": {"type": "AdamW", "params": {"lr": 0.01, "weight_decay": 0.01}},
+    },
+    "device": "auto",
+    "dtype": "float64",
+    "golden": {"train_batch_size": 24, "steps": 3},
+}
+
+
+def scenario(name, description, tags, expect, version=None, deepspeed=None, loop=None,
+             remove=()):
+    body = {"name": name, "description": description, "tags": tags}
+    if version:
+        body["deepspeed_version"] = version
+    for key, value in copy.deepcopy(BASE).items():
+        body[key] = value
+    body["deepspeed"].update(deepspeed or {})
+    for key in remove:
+        body["deepspeed"].pop(key)
+    if loop:
+        body["loop"] = loop
+    body["expect"] = expect
+    return body
+
+
+def diagnosis(name):
+    return {"outcome": "diagnosis", "diagnosis": name}
+
+
+def config_error(name):
+    return {"outcome": "config_error", "error": name}
+
+
+PASS = {"outcome": "pass"}
+SCENARIOS = [
+    scenario("direct-backward-refused-at-stage0-0.19",
+             "DeepSpeed 0.19.8 hooks the outputs of engine(x): loss.backward() at ZeRO stage 0 "
+             "raises 'Direct calls to tensor.backward() are not supported'.",
+             ["reproduction", "deepspeed-version"], config_error("direct_backward_unsupported"),
+             loop={"loss_scaling": "none"}),
+    scenario("direct-backward-unscaled-at-stage0-0.16",
+             "The same loop under DeepSpeed 0.16.9, which has no hooks: loss.backward() sums "
+             "the micro-batch losses, gradients are GAS (4) times the golden's.",
+             ["reproduction", "deepspeed-version"], diagnosis("loss_not_scaled"),
+             version="0.16.9", loop={"loss_scaling": "none"}),
+    scenario("direct-backward-scaled-at-stage2-0.19",
+             "DeepSpeed 0.19.8 at ZeRO stage 2: loss.backward() after engine(x) is scaled by "
+             "1/GAS by the engine's hooks, so the run matches the golden.",
+             ["regression-test", "deepspeed-version"], PASS,
+             deepspeed={"zero_optimization": {"stage": 2}}, loop={"loss_scaling": "none"}),
+    scenario("unmanaged-accumulation-0.19",
+             "managed_gradient_accumulation false (DeepSpeed 0.19.4+): every engine.step() is a "
+             "boundary, so the optimizer steps after each micro-batch with 1/GAS of its gradient.",
+             ["reproduction", "deepspeed-version"], diagnosis("unmanaged_gradient_accumulation"),
+             deepspeed={"managed_gradient_accumulation": False}),
+    scenario("unmanaged-accumulation-ignored-by-0.16",
+             "The same config under DeepSpeed 0.16.9, which does not know the key: it accumulates "
+             "as usual (a warning says the key is ignored).",
+             ["regression-test", "deepspeed-version"], PASS, version="0.16.9",
+             deepspeed={"managed_gradient_accumulation": False}),
+    scenario("clipping-default-0.19",
+             "No gradient_clipping in the config: DeepSpeed 0.19.8 clips at 1.0 (its default "
+             "since 0.19.3), and so does the golden.",
+             ["regression-test", "deepspeed-version"], PASS,
+             deepspeed={"optimizer": {"type": "SGD", "params": {"lr": 0.5}}}),
+    scenario("clipping-default-0.16",
+             "The same config under DeepSpeed 0.16.9: no clipping (its default 0.0).",
+             ["regression-test", "deepspeed-version"], PASS, version="0.16.9",
+             deepspeed={"optimizer": {"type": "SGD", "params": {"lr": 0.5}}}),
+    scenario("optimizer-name-lowercase-sgd",
+             "\"sgd\" is not one of DeepSpeed's own optimizer names (matched in any case) and "
+             "torch.optim has no class \"sgd\": deepspeed.initialize refuses it.",
+             ["reproduction", "deepspeed-version"], config_error("optimizer_not_supported"),
+             deepspeed={"optimizer": {"type": "sgd", "params": {"lr": 0.1}}}),
+    scenario("optimizer-name-uppercase-adamw",
+             "\"ADAMW\" is DeepSpeed's own AdamW, matched in any case.",
+             ["regression-test", "deepspeed-version"], PASS,
+             deepspeed={"optimizer": {"type": "ADAMW",
+                                      "params": {"lr": 0.01, "weight_decay": 0.01}}}),
+    scenario("sgd-under-zero-without-allow-untested",
+             "torch.optim.SGD at ZeRO stage 1 without zero_allow_untested_optimizer: "
+             "deepspeed.initialize refuses an untested ZeRO optimizer.",
+             ["reproduction", "deepspeed-version"], config_error("untested_zero_optimizer"),
+             deepspeed={"zero_optimization": {"stage": 1},
+                        "optimizer": {"type": "SGD", "params": {"lr": 0.1}}}),
+    scenario("sgd-under-zero-with-allow-untested",
+             "The same with zero_allow_untested_optimizer true: it trains and matches.",
+             ["regression-test", "deepspeed-version"], PASS,
+             deepspeed={"zero_optimization": {"stage": 1}, "zero_allow_untested_optimizer": True,
+                        "optimizer": {"type": "SGD", "params": {"lr": 0.1}}}),
+    scenario("removed-key-sparse-gradients-0.19",
+             "DeepSpeed 0.19.8 refuses the removed 'sparse_gradients' key before anything else.",
+             ["reproduction", "deepspeed-version"], config_error("removed_key"),
+             deepspeed={"sparse_gradients": True}),
+    scenario("removed-key-sparse-gradients-0.16",
+             "DeepSpeed 0.16.9 still reads 'sparse_gradients' (a feature the reference engine "
+             "does not implement; it changes nothing for dense gradients).",
+             ["regression-test", "deepspeed-version"], PASS, version="0.16.9",
+             deepspeed={"sparse_gradients": True}),
+    scenario("zero-optimization-legacy-boolean",
+             "\"zero_optimization\": true, the legacy form DeepSpeed still reads as stage 1.",
+             ["regression-test", "deepspeed-version"], PASS,
+             deepspeed={"zero_optimization": True}),
+    scenario("torch-adam-default-weight-decay",
+             "torch_adam: true builds torch.optim.AdamW, whose own default weight decay (0.01) "
+             "applies when the config gives none; the golden uses it too.",
+             ["regression-test", "deepspeed-version"], PASS,
+             deepspeed={"optimizer": {"type": "Adam", "params": {"lr": 0.01, "torch_adam": True}}}),
+]
+
+
+def main():
+    for old in HERE.glob("*.json"):
+        old.unlink()
+    for body in SCENARIOS:
+        (HERE / (body["name"] + ".json")).write_text(json.dumps(body, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
