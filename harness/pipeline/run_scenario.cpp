@@ -16,6 +16,7 @@
 #include "harness/loop/training_loop.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/scenario_error.h"
+#include "harness/verdict/golden_staleness.h"
 #include "harness/verdict/habit_visibility.h"
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_training.h"
@@ -234,6 +235,10 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
     return;
   }
   result.training_seconds = seconds_since(stage_start);
+  if (auto stale = find_stale_golden(scenario, trace, golden)) {
+    result.verdict = error_verdict(ErrorSource::scenario, *stale);
+    return;
+  }
 
   stage_start = Clock::now();
   TrainingJudgement training;

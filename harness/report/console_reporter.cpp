@@ -49,7 +49,12 @@ std::string zero_line(const nlohmann::json& zero) {
       format_bytes(traffic.at("bytes_sent_per_step").get<double>()) + "/step, expected " +
       format_bytes(traffic.at("expected_bytes_sent_per_step").get<double>()) + " (" +
       ratio_text(traffic.at("ratio").get<double>()) + ")";
-  if (!traffic.at("judged").get<bool>()) line += ", not judged: evaluations gather too";
+  const std::string not_judged = zero.value("not_judged_reason", "");
+  if (!not_judged.empty()) {
+    line += "; not judged against the formulas: " + not_judged;
+  } else if (!traffic.at("judged").get<bool>()) {
+    line += ", not judged: evaluations gather too";
+  }
   return line;
 }
 

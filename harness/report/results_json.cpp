@@ -196,6 +196,7 @@ nlohmann::json zero_to_json(const ZeroJudgement& zero) {
             {"bytes_sent_per_step", zero.bytes_sent_per_step},
             {"expected_bytes_sent_per_step", zero.expected_bytes_sent_per_step},
             {"ratio", zero.traffic_ratio}}},
+          {"not_judged_reason", zero.not_judged_reason},
           {"tensor_bytes_at_boundary", zero.tensor_bytes_at_boundary},
           {"harness_tensor_bytes", zero.harness_tensor_bytes},
           {"tolerance", kZeroFormulaTolerance},

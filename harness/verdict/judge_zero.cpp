@@ -36,6 +36,29 @@ void add(ZeroJudgement& judgement, DiagnosisKind kind, std::string explanation) 
   judgement.explanations.push_back(std::move(explanation));
 }
 
+// Why the engine's figures say nothing about the engine when the loop does not drive it as
+// DeepSpeed's own loop does (engine.backward, then engine.step() after every backward); empty
+// when it does. Then a memory or traffic difference is the loop's doing, not the engine's.
+std::string loop_drives_engine_otherwise(const Scenario& scenario, const Plan& plan) {
+  const LoopSpec& loop = scenario.loop;
+  if (loop.stepping == SteppingHabit::once_per_window) {
+    return "the loop calls engine.step() once per window, so the engine's boundary comes every "
+           "GAS² micro-batches and its traffic per step grows accordingly";
+  }
+  if (loop.stepping == SteppingHabit::optimizer_every_micro_step ||
+      loop.zero_grad == ZeroGradHabit::never) {
+    return "the loop steps the optimizer itself and never calls engine.step(), so the engine "
+           "never reaches its boundary";
+  }
+  if (loop.zero_grad == ZeroGradHabit::every_micro_step) {
+    return "the loop zeroes gradients inside the accumulation window";
+  }
+  if (!plan.managed_gradient_accumulation) {
+    return "managed_gradient_accumulation is false, so every engine.step() is a boundary";
+  }
+  return "";
+}
+
 }  // namespace
 
 ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace& trace) {
@@ -64,7 +87,9 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.expected_paper = expected_model_states(
       plan.zero_stage, plan.batch.world_size, trace.parameter_numel, judgement.bytes_per_parameter);
   judgement.model_states_ratio = ratio(judgement.measured.total(), judgement.expected.total());
-  if (std::abs(judgement.model_states_ratio - 1.0) > kZeroFormulaTolerance) {
+  judgement.not_judged_reason = loop_drives_engine_otherwise(scenario, plan);
+  const bool figures_judged = judgement.not_judged_reason.empty();
+  if (figures_judged && std::abs(judgement.model_states_ratio - 1.0) > kZeroFormulaTolerance) {
     add(judgement, DiagnosisKind::model_states_differ_from_zero,
         "rank 0 holds " + states_text(judgement.measured) + " of model states at the boundary; " +
             stage_text(judgement) + " should hold " + states_text(judgement.expected) + " for " +
@@ -79,7 +104,7 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
       trace.partitioned_numel * element);
   judgement.traffic_ratio =
       ratio(judgement.bytes_sent_per_step, judgement.expected_bytes_sent_per_step);
-  judgement.traffic_judged = !scenario.loop.evaluation.has_value();
+  judgement.traffic_judged = figures_judged && !scenario.loop.evaluation.has_value();
   if (judgement.traffic_judged && std::abs(judgement.traffic_ratio - 1.0) > kZeroFormulaTolerance) {
     add(judgement, DiagnosisKind::traffic_differs_from_zero,
         "rank 0 sent " + format_bytes(judgement.bytes_sent_per_step) +

@@ -27,6 +27,9 @@ struct ZeroJudgement {
   ModelStateBytes expected;         // the formula for the padded Ψ
   ModelStateBytes expected_paper;   // the formula for Ψ, as the paper writes it
   double model_states_ratio = 0.0;  // measured / expected (totals)
+  // Set when the loop does not drive the engine as DeepSpeed's loop does: the figures are
+  // reported, but a difference from the formulas is the loop's doing and is not a diagnosis.
+  std::string not_judged_reason;
   bool traffic_judged = false;      // evaluations gather parameters too: then only reported
   int64_t bytes_sent_per_step = 0;  // rank 0, the last optimizer step
   int64_t expected_bytes_sent_per_step = 0;

@@ -4,10 +4,10 @@ set(data tests/data)
 
 # --- config resolve ------------------------------------------------------------------------
 add_cli_test(config-resolve-computes-gas 0
-  [=[^\{"train_batch_size":32,"train_micro_batch_size_per_gpu":4,"gradient_accumulation_steps":4,"world_size":2\}]=]
+  [=[^\{"train_batch_size":32,"train_micro_batch_size_per_gpu":4,"gradient_accumulation_steps":4,"world_size":2,"deepspeed_version":"0\.19\.8"\}]=]
   config resolve ${data}/ds_configs/tb_and_micro.json --world-size 2)
 add_cli_test(config-resolve-warns-about-unimplemented-keys 0
-  [=[warning: tests/data/ds_configs/tb_and_micro.json:/scheduler: not implemented]=]
+  [=[warning: tests/data/ds_configs/tb_and_micro.json:/scheduler: a DeepSpeed feature the reference engine does not implement]=]
   config resolve ${data}/ds_configs/tb_and_micro.json)
 add_cli_test(config-resolve-prints-deepspeed-mismatch-message 2
   [=[tests/data/ds_configs/inconsistent.json: Check batch related parameters\. train_batch_size is not equal to micro_batch_per_gpu \* gradient_acc_step \* world_size 33 != 17 \* 2 \* 2]=]
@@ -117,3 +117,18 @@ add_cli_test(run-refuses-loop-habit-around-the-engine-at-zero-stage-2 2
 add_cli_test(run-shows-zero-model-states-against-the-formula 0
   [=[ZeRO stage 3, 4 rank\(s\): model states [0-9.]+ KiB, expected [0-9.]+ KiB \(1\.000x\); sent [0-9.]+ KiB/step, expected [0-9.]+ KiB \(1\.00[0-9]x\)]=]
   run scenarios/zero/matrix-stage3-ws4-gas4-adamw.json)
+
+# DeepSpeed releases: config files are hjson, batch sizes need no optimizer, removed keys are
+# refused by 0.19.8 and read by 0.16.9, and an unknown release is named with the known ones.
+add_cli_test(config-resolve-reads-hjson-and-needs-no-optimizer 0
+  [=[^\{"train_batch_size":16,"train_micro_batch_size_per_gpu":4,"gradient_accumulation_steps":2,"world_size":2,"deepspeed_version":"0\.19\.8"\}]=]
+  config resolve ${data}/ds_configs/hjson_with_lamb.json --world-size 2)
+add_cli_test(config-resolve-refuses-removed-key-in-0.19.8 2
+  [=[removed_elasticity\.json: DeepSpeedConfigError: Elastic training has been removed]=]
+  config resolve ${data}/ds_configs/removed_elasticity.json)
+add_cli_test(config-resolve-reads-removed-key-in-0.16.9 0
+  [=["deepspeed_version":"0\.16\.9"]=]
+  config resolve ${data}/ds_configs/removed_elasticity.json --deepspeed-version 0.16.9)
+add_cli_test(config-resolve-names-known-releases 2
+  [=[--deepspeed-version: expected a DeepSpeed release this harness knows \(0\.16\.9 \(also used for 0\.16\.x\), 0\.19\.8\), found "0\.18\.0"]=]
+  config resolve ${data}/ds_configs/removed_elasticity.json --deepspeed-version 0.18.0)

@@ -96,7 +96,9 @@ void expect_every_stage_matches_stage_zero(const ModelSpec& model, const DataSpe
     }
     ASSERT_EQ(run.parameters.size(), reference.parameters.size());
     for (size_t i = 0; i < run.parameters.size(); ++i) {
-      EXPECT_LT((run.parameters[i] - reference.parameters[i]).abs().max().item<double>(), 1e-14)
+      // Rounding in the clipping norm's order, which Adam amplifies where a gradient is near
+      // zero: 7.6e-14 measured on one CPU (AVX-512), under 1e-14 on another.
+      EXPECT_LT((run.parameters[i] - reference.parameters[i]).abs().max().item<double>(), 1e-12)
           << "stage " << stage << ", parameter " << i;
     }
   }

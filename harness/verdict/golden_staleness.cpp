@@ -1,0 +1,76 @@
+#include "harness/verdict/golden_staleness.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <ATen/ATen.h>
+
+#include "harness/golden/golden_store.h"
+#include "models/sample_source.h"
+
+namespace trainrepro {
+namespace {
+
+// Samples compared: enough to catch a changed generator, few enough to cost nothing.
+constexpr int64_t kSamplesCompared = 16;
+
+std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", value);
+  return text;
+}
+
+// Largest elementwise difference, or -1 when the shapes differ.
+double largest_difference(const at::Tensor& a, const at::Tensor& b) {
+  if (!a.sizes().equals(b.sizes())) return -1.0;
+  if (a.numel() == 0) return 0.0;
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+std::string stale(const Scenario& scenario, const std::string& what) {
+  return scenario.file + ": golden is stale: " + what +
+         "; regenerate it with: " + regenerate_command(scenario);
+}
+
+}  // namespace
+
+std::optional<std::string> find_stale_golden(const Scenario& scenario, const Trace& trace,
+                                             const Golden& golden) {
+  if (trace.parameter_names != golden.parameter_names) {
+    return stale(scenario, "the model's parameters are not the golden's (names or order "
+                           "changed: the run has " +
+                               std::to_string(trace.parameter_names.size()) + ", the golden " +
+                               std::to_string(golden.parameter_names.size()) + ")");
+  }
+  // A float32 run starts from the golden's float64 weights rounded to float32.
+  const double tolerance = scenario.dtype == EngineDtype::float64 ? 1e-12 : 1e-6;
+  for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
+    const at::Tensor& expected = golden.initial_parameters[i];
+    const double difference = largest_difference(trace.initial_parameters[i], expected);
+    const double scale = std::max(1.0, expected.numel() ? expected.abs().max().item<double>() : 0.0);
+    if (difference < 0.0 || difference > tolerance * scale) {
+      return stale(scenario, "the run's initial " + golden.parameter_names[i] +
+                                 (difference < 0.0 ? " has another shape than the golden's"
+                                                   : " differs from the golden's by up to " +
+                                                         number(difference)) +
+                                 " (the model's initialisation changed since it was written)");
+    }
+  }
+  const int64_t samples = std::min<int64_t>(kSamplesCompared, golden.data.samples);
+  const Batch run = SampleSource(scenario.data).samples(0, samples, at::kDouble, at::kCPU);
+  const auto first = [&](const at::Tensor& tensor) { return tensor.slice(0, 0, samples); };
+  const bool inputs_differ = largest_difference(run.inputs, first(golden.data.inputs)) != 0.0;
+  const bool targets_differ = largest_difference(run.targets, first(golden.data.targets)) != 0.0;
+  const bool mask_differs = run.mask.defined() != golden.data.mask.defined() ||
+                            (run.mask.defined() &&
+                             !run.mask.equal(first(golden.data.mask)));
+  if (inputs_differ || targets_differ || mask_differs) {
+    return stale(scenario, "the data generator's first " + std::to_string(samples) +
+                               " samples are not the golden's (" +
+                               (inputs_differ ? "inputs" : targets_differ ? "targets" : "mask") +
+                               " differ: the generator changed since it was written)");
+  }
+  return std::nullopt;
+}
+
+}  // namespace trainrepro
