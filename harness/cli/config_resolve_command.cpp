@@ -12,8 +12,8 @@
 namespace trainrepro {
 
 int run_config_resolve(const ConfigResolveArgs& args) {
-  const std::string version = args.deepspeed_version.empty() ? newest_deepspeed_release().version
-                                                             : args.deepspeed_version;
+  const std::string version =
+      args.deepspeed_version.empty() ? newest_deepspeed_release().version : args.deepspeed_version;
   std::string note;
   const DeepSpeedRelease* release = find_deepspeed_release(version, note);
   if (!release) {
@@ -25,9 +25,8 @@ int run_config_resolve(const ConfigResolveArgs& args) {
   // Batch sizes need no optimizer: a config whose optimizer the engine lacks still resolves.
   DeepSpeedConfig config;
   try {
-    config = read_deepspeed_config(
-        read_json_file(args.config_file, JsonDialect::deepspeed_config), args.config_file, "",
-        *release);
+    config = read_deepspeed_config(read_json_file(args.config_file, JsonDialect::deepspeed_config),
+                                   args.config_file, "", *release);
   } catch (const ScenarioError& error) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;

@@ -16,6 +16,16 @@ int64_t storage_bytes(const std::vector<at::Tensor>& tensors) {
   return bytes;
 }
 
+int64_t padded_numel_from_shapes(int64_t zero_stage, int64_t world_size,
+                                 const std::vector<int64_t>& parameter_numels) {
+  const auto round_up = [world_size](int64_t numel) {
+    return (numel + world_size - 1) / world_size * world_size;
+  };
+  int64_t total = 0;
+  for (int64_t numel : parameter_numels) total += zero_stage >= 3 ? round_up(numel) : numel;
+  return zero_stage == 1 || zero_stage == 2 ? round_up(total) : total;
+}
+
 ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, int64_t numel,
                                       const BytesPerParameter& bytes) {
   const auto whole = [&](int64_t per_element) { return per_element * numel; };

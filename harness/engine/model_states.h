@@ -28,6 +28,12 @@ struct BytesPerParameter {
   int64_t optimizer_states = 8;
 };
 
+// The elements a stage holds after padding, from the parameters' shapes alone (never from the
+// engine, so a wrong engine cannot hide behind its own count): stage 0 none; stages 1-2 one flat
+// buffer padded to a multiple of N; stage 3 each parameter padded to a multiple of N.
+int64_t padded_numel_from_shapes(int64_t zero_stage, int64_t world_size,
+                                 const std::vector<int64_t>& parameter_numels);
+
 // Stage 0: P+G+K; stage 1: P+G+K/N; stage 2: P+(G+K)/N; stage 3: (P+G+K)/N, times `numel`
 // (pass the padded count to account for padding).
 ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, int64_t numel,

@@ -1,7 +1,8 @@
 // Compares a run's tensor with the golden's, elementwise: |a - b| <= atol + rtol * |b| (plus an
 // optional per-element allowance), same shapes only (no broadcasting); NaN equals NaN and
-// +-Inf equals the same infinity, any other non-finite value is a mismatch. Reports the numbers a person needs to
-// judge: max abs and rel error, worst index, norm ratio, cosine similarity, % of tolerance used.
+// +-Inf equals the same infinity, any other non-finite value is a mismatch. Reports the numbers a
+// person needs to judge: max abs and rel error, worst index, norm ratio, cosine similarity, % of
+// tolerance used.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -49,7 +49,7 @@ struct Trace {
   std::vector<OptimizerStepRecord> steps;
   EngineCounters counters;
   std::vector<MemorySample> memory;
-  std::vector<LiveAllocation> live_at_end;    // CPU tensor allocations alive when the loop ended
+  std::vector<LiveAllocation> live_at_end;  // CPU tensor allocations alive when the loop ended
   // Host heap one kept tensor costs beyond its bytes (TensorImpl, StorageImpl, allocator
   // header), measured in this process: what a leak of tensors alone adds to the heap.
   int64_t tensor_bookkeeping_bytes = 0;

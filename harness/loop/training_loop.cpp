@@ -224,11 +224,13 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
   trace.micro_steps.reserve(static_cast<size_t>(micro_step_limit));
   trace.steps.reserve(static_cast<size_t>(loop.steps));
 
+  // Backwards the loop has run, through the engine or not: the engine counts only its own.
+  int64_t backwards_done = 0;
   double window_loss_sum = 0.0;
   int64_t window_items_seen = 0;
   engine.on_optimizer_step = [&](const OptimizerStepEvent& event) {
     OptimizerStepRecord record;
-    record.micro_step = event.micro_step;
+    record.micro_step = backwards_done;
     record.loss = window_items_seen > 0 ? window_loss_sum / window_items_seen : 0.0;
     record.gradient_norm = event.gradient_norm;
     record.through_engine = event.through_engine;
@@ -257,35 +259,36 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
     // One micro-batch, forward to step, in its own scope: its batch, outputs and loss are gone
     // before memory is sampled, so samples show what the loop keeps, not what it is using.
     [&] {
-    const SampleRange mine = samples.micro_batch_of(m, rank);
-    const Batch batch = source.samples(mine.begin, mine.end, dtype, device);
-    if (m % gas == 0) {
-      // Items of the whole window across every rank; divided by the ranks, because the engine
-      // averages the ranks' gradients where the loss should sum them.
-      const SampleRange window = samples.all_ranks(m, gas);
-      const int64_t global_items =
-          batch.mask.defined() ? source.samples(window.begin, window.end, dtype, at::kCPU).items
-                               : window.end - window.begin;
-      window_items = static_cast<double>(global_items) / static_cast<double>(ranks);
-    }
+      const SampleRange mine = samples.micro_batch_of(m, rank);
+      const Batch batch = source.samples(mine.begin, mine.end, dtype, device);
+      if (m % gas == 0) {
+        // Items of the whole window across every rank; divided by the ranks, because the engine
+        // averages the ranks' gradients where the loss should sum them.
+        const SampleRange window = samples.all_ranks(m, gas);
+        const int64_t global_items =
+            batch.mask.defined() ? source.samples(window.begin, window.end, dtype, at::kCPU).items
+                                 : window.end - window.begin;
+        window_items = static_cast<double>(global_items) / static_cast<double>(ranks);
+      }
 
-    if (loop.zero_grad == ZeroGradHabit::every_micro_step) engine.zero_grad();
-    const at::Tensor outputs = model->outputs(batch);
-    const at::Tensor loss_sum = model->loss_sum_of(outputs, batch);
-    const at::Tensor loss = user_loss(loss_sum, batch.items, window_items, loop, gas);
-    // loss.backward() is plain autograd, unless the release hooks the engine's forward outputs
-    // (then it scales and reduces as engine.backward does; at stage 0 it was refused earlier).
-    if (loop.loss_scaling == LossScalingHabit::none && !plan.direct_backward_through_engine) {
-      loss.backward();
-    } else {
-      engine.backward(loss);
-    }
-    const double summed = loss_sum.item<double>();
-    trace.micro_steps.push_back({summed / static_cast<double>(batch.items), batch.items});
-    window_loss_sum += summed;
-    window_items_seen += batch.items;
-    kept.keep(loop.keep, loss, outputs);
-    step_as_the_loop_does(engine, loop, /*window_ends=*/(m + 1) % gas == 0);
+      if (loop.zero_grad == ZeroGradHabit::every_micro_step) engine.zero_grad();
+      const at::Tensor outputs = model->outputs(batch);
+      const at::Tensor loss_sum = model->loss_sum_of(outputs, batch);
+      const at::Tensor loss = user_loss(loss_sum, batch.items, window_items, loop, gas);
+      // loss.backward() is plain autograd, unless the release hooks the engine's forward outputs
+      // (then it scales and reduces as engine.backward does; at stage 0 it was refused earlier).
+      if (loop.loss_scaling == LossScalingHabit::none && !plan.direct_backward_through_engine) {
+        loss.backward();
+      } else {
+        engine.backward(loss);
+      }
+      ++backwards_done;
+      const double summed = loss_sum.item<double>();
+      trace.micro_steps.push_back({summed / static_cast<double>(batch.items), batch.items});
+      window_loss_sum += summed;
+      window_items_seen += batch.items;
+      kept.keep(loop.keep, loss, outputs);
+      step_as_the_loop_does(engine, loop, /*window_ends=*/(m + 1) % gas == 0);
     }();
 
     const int64_t steps_done = static_cast<int64_t>(trace.steps.size());

@@ -37,9 +37,9 @@ class Counter final : public c10::Allocator {
   c10::DataPtr allocate(size_t bytes) override {
     c10::DataPtr real = base_->allocate(bytes + kHeaderBytes);
     char* block = static_cast<char*>(real.get());
-    auto* header = new (block) Header{std::move(real), static_cast<int64_t>(bytes),
-                                      current_step_.load(std::memory_order_relaxed),
-                                      in_harness_scope};
+    auto* header =
+        new (block) Header{std::move(real), static_cast<int64_t>(bytes),
+                           current_step_.load(std::memory_order_relaxed), in_harness_scope};
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (header->harness) {

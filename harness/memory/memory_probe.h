@@ -23,8 +23,8 @@ struct MemorySample {
   int64_t cpu_tensor_bytes = 0;
   int64_t cpu_tensor_allocations = 0;
   int64_t cpu_tensor_peak_bytes = 0;
-  int64_t host_heap_bytes = 0;  // -1 at micro-steps: sampled at boundaries and evaluation;
-                                // minus what the harness's own copies added
+  int64_t host_heap_bytes = 0;       // -1 at micro-steps: sampled at boundaries and evaluation;
+                                     // minus what the harness's own copies added
   int64_t resident_bytes = 0;        // -1 at micro-steps, likewise
   int64_t cuda_allocated_bytes = 0;  // CUDA fields stay 0 on CPU runs
   int64_t cuda_reserved_bytes = 0;

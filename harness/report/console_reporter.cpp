@@ -58,6 +58,15 @@ std::string zero_line(const nlohmann::json& zero) {
   return line;
 }
 
+// ", memory not judged: 3 boundaries, needs 13": short enough for the outcome line; the
+// results file has the whole reason.
+std::string memory_not_judged(const ScenarioResult& result) {
+  if (!result.memory || result.memory->judged) return "";
+  const MemoryJudgement& memory = *result.memory;
+  return ", memory not judged: " + std::to_string(memory.boundaries) + " boundaries, needs " +
+         std::to_string(memory.warmup_steps + memory.window);
+}
+
 }  // namespace
 
 void ConsoleReporter::report_scenario(const ScenarioResult& result) {
@@ -66,7 +75,7 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
   out_ << padded(outcome_name(verdict.outcome), 15) << padded(label, 40) << " " << result.file
        << " (" << format_seconds(result.seconds)
        << (result.deepspeed_version.empty() ? "" : ", DeepSpeed " + result.deepspeed_version)
-       << (result.memory && !result.memory->judged ? ", memory not judged" : "") << ")\n";
+       << memory_not_judged(result) << ")\n";
 
   if (needs_detail(verdict)) {
     if (!verdict.expected.empty()) out_ << "    expected:  " << verdict.expected << "\n";

@@ -29,9 +29,9 @@ struct ScenarioResult {
   std::vector<CudaSnapshot> cuda_snapshots;  // written next to the results when a leak is found
   // For a multi-rank run launched from here: the results file rank 0 wrote, reported verbatim.
   nlohmann::json rank_zero_results;
-  std::string torch_version;  // of the LibTorch that ran it
+  std::string torch_version;      // of the LibTorch that ran it
   std::string deepspeed_version;  // the DeepSpeed release whose semantics judged it
-  double seconds = 0.0;       // everything, loading included
+  double seconds = 0.0;           // everything, loading included
   double golden_seconds = 0.0;
   double training_seconds = 0.0;
   double judging_seconds = 0.0;

@@ -15,8 +15,8 @@ enum class ConfigErrorKind {
   gradient_accumulation_steps_not_positive,  // likewise
   batch_size_mismatch,                       // TB != MB * GAS * world size
   fp16_and_bf16_both_enabled,
-  zero_stage_unsupported,  // stage outside 0-3 (DeepSpeedZeroConfig's schema)
-  removed_key,             // a key of a feature the release removed (0.19.8)
+  zero_stage_unsupported,       // stage outside 0-3 (DeepSpeedZeroConfig's schema)
+  removed_key,                  // a key of a feature the release removed (0.19.8)
   optimizer_not_supported,      // a name that is neither DeepSpeed's nor a torch.optim class
   untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested
   direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)

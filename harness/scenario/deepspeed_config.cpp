@@ -12,12 +12,10 @@ namespace {
 // Keys that change nothing trainrepro measures (logging, monitoring, profiling): accepted
 // without a warning so that real configs do not drown the one warning that matters.
 const std::set<std::string>& keys_without_numerical_effect() {
-  static const std::set<std::string> keys = {"steps_per_print", "wall_clock_breakdown",
-                                             "dump_state",      "memory_breakdown",
-                                             "tensorboard",     "wandb",
-                                             "csv_monitor",     "comet",
-                                             "comms_logger",    "flops_profiler",
-                                             "logging"};
+  static const std::set<std::string> keys = {
+      "steps_per_print", "wall_clock_breakdown", "dump_state", "memory_breakdown", "tensorboard",
+      "wandb",           "csv_monitor",          "comet",      "comms_logger",     "flops_profiler",
+      "logging"};
   return keys;
 }
 
@@ -73,10 +71,9 @@ bool contains(const std::vector<std::string>& names, const std::string& name) {
 
 // torch.optim's optimizer classes (torch 2.11): DeepSpeed builds any of them by exact name.
 const std::set<std::string>& torch_optimizer_names() {
-  static const std::set<std::string> names = {"ASGD",    "Adadelta", "Adafactor", "Adagrad",
-                                              "Adam",    "AdamW",    "Adamax",    "LBFGS",
-                                              "NAdam",   "RAdam",    "RMSprop",   "Rprop",
-                                              "SGD",     "SparseAdam"};
+  static const std::set<std::string> names = {
+      "ASGD",  "Adadelta", "Adafactor", "Adagrad", "Adam",  "AdamW", "Adamax",
+      "LBFGS", "NAdam",    "RAdam",     "RMSprop", "Rprop", "SGD",   "SparseAdam"};
   return names;
 }
 
@@ -84,7 +81,8 @@ void read_adam_params(ObjectReader& params, OptimizerConfig& optimizer) {
   if (params.has("betas")) {
     const nlohmann::json& betas = params.required_value("betas");
     if (!betas.is_array() || betas.size() != 2 || !betas[0].is_number() || !betas[1].is_number()) {
-      params.fail("betas", "expected two numbers [beta1, beta2], found " + describe_json_value(betas));
+      params.fail("betas",
+                  "expected two numbers [beta1, beta2], found " + describe_json_value(betas));
     }
     optimizer.beta1 = betas[0].get<double>();
     optimizer.beta2 = betas[1].get<double>();
@@ -113,9 +111,9 @@ void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
   if (type == "adam" || type == "adamw") {
     optimizer.kind = type == "adam" ? OptimizerKind::adam : OptimizerKind::adamw;
   } else if (contains(release.deepspeed_optimizer_names, type)) {
-    result.optimizer_not_implemented = "DeepSpeed " + release.version + " optimizer \"" +
-                                       optimizer.type_as_written +
-                                       "\" is not implemented by the reference engine" + implemented;
+    result.optimizer_not_implemented =
+        "DeepSpeed " + release.version + " optimizer \"" + optimizer.type_as_written +
+        "\" is not implemented by the reference engine" + implemented;
     return;
   } else if (optimizer.type_as_written == "SGD") {
     optimizer.kind = OptimizerKind::sgd;
@@ -125,9 +123,8 @@ void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
     return;
   } else {
     // DeepSpeed lowercases its own names only, so "sgd" is looked up in torch.optim and fails.
-    const std::string shown = contains(release.deepspeed_optimizer_names, type)
-                                  ? type
-                                  : optimizer.type_as_written;
+    const std::string shown =
+        contains(release.deepspeed_optimizer_names, type) ? type : optimizer.type_as_written;
     result.optimizer_refused =
         ConfigError{ConfigErrorKind::optimizer_not_supported,
                     "AssertionError: " + shown + " is not a supported DeepSpeed Optimizer"};
@@ -203,7 +200,8 @@ void read_zero_optimization(ObjectReader& section, DeepSpeedConfig& result) {
             ConfigErrorKind::zero_stage_unsupported,
             "1 validation error for DeepSpeedZeroConfig: stage: Input should be 0, 1, 2, 3 or 3 "
             "[type=enum, input_value=" +
-                std::to_string(written) + ", input_type=int] (DeepSpeed's maximum ZeRO stage is 3)"};
+                std::to_string(written) +
+                ", input_type=int] (DeepSpeed's maximum ZeRO stage is 3)"};
       }
     } else {
       result.zero_stage = written;
@@ -213,24 +211,62 @@ void read_zero_optimization(ObjectReader& section, DeepSpeedConfig& result) {
                          result.warnings);
 }
 
-
 // Top-level keys DeepSpeed reads (runtime/config.py and its sections, 0.16.9 to 0.19.8) that the
 // reference engine does not implement. Any other key DeepSpeed itself ignores.
 const std::set<std::string>& deepspeed_top_level_keys() {
-  static const std::set<std::string> keys = {
-      "scheduler", "activation_checkpointing", "aio", "autotuning", "checkpoint",
-      "data_efficiency", "data_types", "compile", "communication_data_type",
-      "seq_parallel_communication_data_type", "prescale_gradients", "gradient_predivide_factor",
-      "gradient_allreduce_op", "zero_force_ds_cpu_optimizer", "pipeline", "hybrid_engine",
-      "tensor_parallel", "torch_autocast", "disable_allgather", "dataloader_drop_last",
-      "weight_quantization", "timers", "sequence_parallel_size", "expert_parallel",
-      "use_data_before_expert_parallelism", "log_level", "disable_python_gc", "vocabulary_size",
-      "legacy_fusion", "zenflow", "monitor_config", "amp", "sparse_gradients", "elasticity",
-      "eigenvalue", "progressive_layer_drop", "curriculum_learning", "quantize_training",
-      "nebula", "compression_training", "graph_harvesting", "sparse_attention",
-      "managed_gradient_accumulation", "fp16", "bf16", "bfloat16", "zero_optimization",
-      "gradient_clipping", "optimizer", "train_batch_size", "train_micro_batch_size_per_gpu",
-      "gradient_accumulation_steps", "zero_allow_untested_optimizer"};
+  static const std::set<std::string> keys = {"scheduler",
+                                             "activation_checkpointing",
+                                             "aio",
+                                             "autotuning",
+                                             "checkpoint",
+                                             "data_efficiency",
+                                             "data_types",
+                                             "compile",
+                                             "communication_data_type",
+                                             "seq_parallel_communication_data_type",
+                                             "prescale_gradients",
+                                             "gradient_predivide_factor",
+                                             "gradient_allreduce_op",
+                                             "zero_force_ds_cpu_optimizer",
+                                             "pipeline",
+                                             "hybrid_engine",
+                                             "tensor_parallel",
+                                             "torch_autocast",
+                                             "disable_allgather",
+                                             "dataloader_drop_last",
+                                             "weight_quantization",
+                                             "timers",
+                                             "sequence_parallel_size",
+                                             "expert_parallel",
+                                             "use_data_before_expert_parallelism",
+                                             "log_level",
+                                             "disable_python_gc",
+                                             "vocabulary_size",
+                                             "legacy_fusion",
+                                             "zenflow",
+                                             "monitor_config",
+                                             "amp",
+                                             "sparse_gradients",
+                                             "elasticity",
+                                             "eigenvalue",
+                                             "progressive_layer_drop",
+                                             "curriculum_learning",
+                                             "quantize_training",
+                                             "nebula",
+                                             "compression_training",
+                                             "graph_harvesting",
+                                             "sparse_attention",
+                                             "managed_gradient_accumulation",
+                                             "fp16",
+                                             "bf16",
+                                             "bfloat16",
+                                             "zero_optimization",
+                                             "gradient_clipping",
+                                             "optimizer",
+                                             "train_batch_size",
+                                             "train_micro_batch_size_per_gpu",
+                                             "gradient_accumulation_steps",
+                                             "zero_allow_untested_optimizer"};
   return keys;
 }
 

@@ -37,7 +37,7 @@ struct OptimizerConfig {
 };
 
 struct DeepSpeedConfig {
-  nlohmann::json verbatim;  // exactly as the user wrote it, for the results file
+  nlohmann::json verbatim;                    // exactly as the user wrote it, for the results file
   const DeepSpeedRelease* release = nullptr;  // whose semantics every default below follows
   BatchInputs batch;
   // What DeepSpeedConfig's constructor refuses before any batch arithmetic (a removed key, a
@@ -49,7 +49,7 @@ struct DeepSpeedConfig {
   // refuses the name (that is optimizer_refused, a config error).
   std::string optimizer_not_implemented;
   std::optional<ConfigError> optimizer_refused;  // deepspeed.initialize refuses the name
-  double gradient_clipping = 0.0;  // the release's default when not given; 0 = off
+  double gradient_clipping = 0.0;                // the release's default when not given; 0 = off
   int64_t zero_stage = 0;
   bool zero_allow_untested_optimizer = false;
   bool managed_gradient_accumulation = true;  // false: every step() is a boundary (0.19.4+)

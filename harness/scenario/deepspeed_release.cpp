@@ -3,7 +3,8 @@
 namespace trainrepro {
 namespace {
 
-const char* const kRemovedFeaturesIssue = " See https://github.com/deepspeedai/DeepSpeed/issues/8489.";
+const char* const kRemovedFeaturesIssue =
+    " See https://github.com/deepspeedai/DeepSpeed/issues/8489.";
 
 // runtime/config.py _reject_removed_config_keys in 0.19.8: every message is DeepSpeed's own.
 std::vector<RemovedKey> removed_in_0_19_8() {
@@ -11,69 +12,83 @@ std::vector<RemovedKey> removed_in_0_19_8() {
   return {
       {"", "nebula",
        "Nebula checkpointing has been removed. A leftover 'nebula' block would be ignored and "
-       "checkpoints would silently fall back to local torch.save." + see},
+       "checkpoints would silently fall back to local torch.save." +
+           see},
       {"", "compression_training",
        "The DeepSpeed compression library has been removed. A leftover 'compression_training' "
-       "block would be ignored and the model would train unquantized." + see},
+       "block would be ignored and the model would train unquantized." +
+           see},
       {"", "amp",
        "NVIDIA Apex AMP integration has been removed. Use DeepSpeed 'fp16', 'bf16', or "
-       "'torch_autocast' instead." + see},
+       "'torch_autocast' instead." +
+           see},
       {"", "quantize_training",
        "Mixture-of-Quantization (MoQ) / 'quantize_training' has been removed." + see},
       {"", "sparse_gradients",
        "Sparse compression of dense torch.nn.Embedding gradients has been removed. A leftover "
        "'sparse_gradients' flag would be ignored and those gradients would be reduced dense. "
        "Gradients from an embedding constructed with sparse=True are still reduced sparsely and "
-       "need no config flag." + see},
+       "need no config flag." +
+           see},
       {"", "eigenvalue",
        "Eigenvalue-based Mixture-of-Quantization (MoQ) has been removed; the standalone "
-       "'eigenvalue' configuration block is no longer supported." + see},
+       "'eigenvalue' configuration block is no longer supported." +
+           see},
       {"", "sparse_attention",
        "DeepSpeed Sparse Attention has been removed; the 'sparse_attention' configuration block "
-       "is no longer supported." + see},
+       "is no longer supported." +
+           see},
       {"", "elasticity",
        "Elastic training has been removed; the 'elasticity' configuration block is no longer "
        "supported. Set train_batch_size / train_micro_batch_size_per_gpu / "
        "gradient_accumulation_steps directly."},
       {"", "graph_harvesting",
        "Graph harvesting has been removed; the 'graph_harvesting' configuration option is no "
-       "longer supported." + see},
+       "longer supported." +
+           see},
       {"", "curriculum_learning",
        "Legacy top-level 'curriculum_learning' has been removed. Use "
-       "'data_efficiency.data_sampling.curriculum_learning' instead." + see},
+       "'data_efficiency.data_sampling.curriculum_learning' instead." +
+           see},
       {"", "progressive_layer_drop",
        "Progressive Layer Dropping has been removed; the 'progressive_layer_drop' configuration "
-       "block is no longer supported." + see},
+       "block is no longer supported." +
+           see},
       {"zero_optimization", "mics_shard_size",
        "MiCS ZeRO-3 sharding has been removed; 'zero_optimization.mics_shard_size' is no longer "
-       "supported." + see},
+       "supported." +
+           see},
       {"zero_optimization", "mics_hierarchical_params_gather",
        "MiCS ZeRO-3 sharding has been removed; 'zero_optimization.mics_hierarchical_params_gather' "
-       "is no longer supported." + see},
+       "is no longer supported." +
+           see},
       {"zero_optimization", "zeropp_loco_param",
        "LoCo-Zero++ has been removed; 'zero_optimization.zeropp_loco_param' is no longer "
        "supported. Remove this key to use standard ZeRO++ quantized gradients without LoCo error "
-       "feedback." + see},
+       "feedback." +
+           see},
   };
 }
 
 std::vector<DeepSpeedRelease> make_releases() {
   DeepSpeedRelease v0_16;
   v0_16.version = "0.16.9";
-  v0_16.gradient_clipping_default = 0.0;     // runtime/constants.py:215
-  v0_16.direct_backward_hooked = false;      // runtime/engine.py has no output hooks
+  v0_16.gradient_clipping_default = 0.0;  // runtime/constants.py:215
+  v0_16.direct_backward_hooked = false;   // runtime/engine.py has no output hooks
   v0_16.has_managed_gradient_accumulation = false;
-  v0_16.deepspeed_optimizer_names = {        // runtime/config.py:75-88
-      "adagrad", "adam",   "adamw",  "lamb",  "onebitadam", "onebitlamb",
-      "zerooneadam", "muadam", "muadamw", "musgd", "lion"};
+  v0_16.deepspeed_optimizer_names = {// runtime/config.py:75-88
+                                     "adagrad",    "adam",       "adamw",       "lamb",
+                                     "onebitadam", "onebitlamb", "zerooneadam", "muadam",
+                                     "muadamw",    "musgd",      "lion"};
 
   DeepSpeedRelease v0_19;
   v0_19.version = "0.19.8";
-  v0_19.gradient_clipping_default = 1.0;     // runtime/constants.py:203 (changed in 0.19.3)
-  v0_19.direct_backward_hooked = true;       // runtime/engine.py:753-771, 3130, 3186 (0.18.3)
+  v0_19.gradient_clipping_default = 1.0;           // runtime/constants.py:203 (changed in 0.19.3)
+  v0_19.direct_backward_hooked = true;             // runtime/engine.py:753-771, 3130, 3186 (0.18.3)
   v0_19.has_managed_gradient_accumulation = true;  // runtime/constants.py:79 (0.19.4)
-  v0_19.removed_keys = removed_in_0_19_8();  // runtime/config.py:80-141
-  v0_19.deepspeed_optimizer_names = {        // runtime/config.py:52-66
+  v0_19.removed_keys = removed_in_0_19_8();        // runtime/config.py:80-141
+  v0_19.deepspeed_optimizer_names = {
+      // runtime/config.py:52-66
       "adagrad", "adam", "adamw", "lamb", "muadam", "muadamw", "musgd", "lion", "muon"};
   return {v0_16, v0_19};
 }

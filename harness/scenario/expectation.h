@@ -12,14 +12,14 @@ enum class ExpectedOutcome { pass, config_error, diagnosis };
 
 // The named explanations of a gradient mismatch that a reproduction scenario can expect.
 enum class DiagnosisKind {
-  no_accumulation,             // effective batch = micro batch (GAS not set)
-  effective_batch_differs,     // the config resolves to another train_batch_size than intended
-  loss_not_scaled,             // gradient = golden × GAS
-  loss_scaled_twice,           // gradient = golden / GAS
-  zeroed_inside_window,        // gradient = last micro-batch only
-  never_zeroed,                // gradients accumulate across optimizer steps
-  optimizer_every_micro_step,  // accumulation bypassed
-  step_once_per_window,        // boundary only every GAS step() calls
+  no_accumulation,                  // effective batch = micro batch (GAS not set)
+  effective_batch_differs,          // the config resolves to another train_batch_size than intended
+  loss_not_scaled,                  // gradient = golden × GAS
+  loss_scaled_twice,                // gradient = golden / GAS
+  zeroed_inside_window,             // gradient = last micro-batch only
+  never_zeroed,                     // gradients accumulate across optimizer steps
+  optimizer_every_micro_step,       // accumulation bypassed
+  step_once_per_window,             // boundary only every GAS step() calls
   unmanaged_gradient_accumulation,  // managed_gradient_accumulation false: every step() steps
   per_micro_batch_token_normalisation,
   backward_in_evaluation,  // evaluation's gradients land in the next training step

@@ -40,11 +40,12 @@ std::string suggest_batch_fix(const ResolvedBatch& batch, int64_t intended) {
   BatchInputs by_train_batch = batch.given;
   by_train_batch.train_batch_size = intended;
   by_train_batch.gradient_accumulation_steps.reset();
-  if (!by_train_batch.micro_batch_per_gpu) by_train_batch.micro_batch_per_gpu = batch.micro_batch_per_gpu;
+  if (!by_train_batch.micro_batch_per_gpu)
+    by_train_batch.micro_batch_per_gpu = batch.micro_batch_per_gpu;
   if (resolves_to(by_train_batch, world, intended)) {
-    fixes.push_back(setting("train_batch_size", intended) +
-                    (batch.given.gradient_accumulation_steps ? " without gradient_accumulation_steps"
-                                                             : ""));
+    fixes.push_back(
+        setting("train_batch_size", intended) +
+        (batch.given.gradient_accumulation_steps ? " without gradient_accumulation_steps" : ""));
   }
   if (!fixes.empty()) {
     std::string text = "Fix: set " + fixes[0];
@@ -54,13 +55,16 @@ std::string suggest_batch_fix(const ResolvedBatch& batch, int64_t intended) {
 
   // The intended batch is not a multiple of micro batch x world size: the nearest that is.
   const int64_t below = per_step > 0 ? intended / per_step : 0;
-  const int64_t gas = below == 0 || (intended - below * per_step) * 2 > per_step ? below + 1 : below;
-  return "No setting of gradient_accumulation_steps reaches " + std::to_string(intended) +
-         " on " + std::to_string(world) + " rank(s): it is not a multiple of "
-         "train_micro_batch_size_per_gpu x world_size = " + std::to_string(per_step) +
-         ". Nearest: " + setting("gradient_accumulation_steps", gas) + " (train_batch_size " +
-         std::to_string(gas * per_step) + "), or change the micro batch so that it divides " +
-         std::to_string(intended) + " / " + std::to_string(world);
+  const int64_t gas =
+      below == 0 || (intended - below * per_step) * 2 > per_step ? below + 1 : below;
+  return "No setting of gradient_accumulation_steps reaches " + std::to_string(intended) + " on " +
+         std::to_string(world) +
+         " rank(s): it is not a multiple of "
+         "train_micro_batch_size_per_gpu x world_size = " +
+         std::to_string(per_step) + ". Nearest: " + setting("gradient_accumulation_steps", gas) +
+         " (train_batch_size " + std::to_string(gas * per_step) +
+         "), or change the micro batch so that it divides " + std::to_string(intended) + " / " +
+         std::to_string(world);
 }
 
 }  // namespace trainrepro

@@ -313,8 +313,8 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
   // Never zeroed: the loop steps the optimizer itself and never calls engine.step(), so the
   // engine reaches a boundary (and reduces) only when every backward is one (GAS 1).
   if (step > 0) {
-    const Gradients this_window = rank_zero_holds(window, Normalised::by_window_items,
-                                                  engine_scale, /*reduced=*/gas == 1, 0, gas);
+    const Gradients this_window = rank_zero_holds(window, Normalised::by_window_items, engine_scale,
+                                                  /*reduced=*/gas == 1, 0, gas);
     hypotheses.push_back(
         {DiagnosisKind::never_zeroed, summed(this_window, trace.steps[step - 1].gradients)});
   }

@@ -37,17 +37,19 @@ std::string stale(const Scenario& scenario, const std::string& what) {
 std::optional<std::string> find_stale_golden(const Scenario& scenario, const Trace& trace,
                                              const Golden& golden) {
   if (trace.parameter_names != golden.parameter_names) {
-    return stale(scenario, "the model's parameters are not the golden's (names or order "
-                           "changed: the run has " +
-                               std::to_string(trace.parameter_names.size()) + ", the golden " +
-                               std::to_string(golden.parameter_names.size()) + ")");
+    return stale(scenario,
+                 "the model's parameters are not the golden's (names or order "
+                 "changed: the run has " +
+                     std::to_string(trace.parameter_names.size()) + ", the golden " +
+                     std::to_string(golden.parameter_names.size()) + ")");
   }
   // A float32 run starts from the golden's float64 weights rounded to float32.
   const double tolerance = scenario.dtype == EngineDtype::float64 ? 1e-12 : 1e-6;
   for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
     const at::Tensor& expected = golden.initial_parameters[i];
     const double difference = largest_difference(trace.initial_parameters[i], expected);
-    const double scale = std::max(1.0, expected.numel() ? expected.abs().max().item<double>() : 0.0);
+    const double scale =
+        std::max(1.0, expected.numel() ? expected.abs().max().item<double>() : 0.0);
     if (difference < 0.0 || difference > tolerance * scale) {
       return stale(scenario, "the run's initial " + golden.parameter_names[i] +
                                  (difference < 0.0 ? " has another shape than the golden's"
@@ -62,12 +64,13 @@ std::optional<std::string> find_stale_golden(const Scenario& scenario, const Tra
   const bool inputs_differ = largest_difference(run.inputs, first(golden.data.inputs)) != 0.0;
   const bool targets_differ = largest_difference(run.targets, first(golden.data.targets)) != 0.0;
   const bool mask_differs = run.mask.defined() != golden.data.mask.defined() ||
-                            (run.mask.defined() &&
-                             !run.mask.equal(first(golden.data.mask)));
+                            (run.mask.defined() && !run.mask.equal(first(golden.data.mask)));
   if (inputs_differ || targets_differ || mask_differs) {
     return stale(scenario, "the data generator's first " + std::to_string(samples) +
                                " samples are not the golden's (" +
-                               (inputs_differ ? "inputs" : targets_differ ? "targets" : "mask") +
+                               (inputs_differ    ? "inputs"
+                                : targets_differ ? "targets"
+                                                 : "mask") +
                                " differ: the generator changed since it was written)");
   }
   return std::nullopt;

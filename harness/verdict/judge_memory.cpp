@@ -169,17 +169,16 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   judgement.host = growth_trend(host, judgement.window);
   if (cuda) judgement.cuda_reserved = growth_trend(reserved, judgement.window);
   const int64_t first_step = spec.warmup_steps + 1;
-  judgement.surviving =
-      describe_surviving_allocations(trace.live_at_end, first_step, last_step);
+  judgement.surviving = describe_surviving_allocations(trace.live_at_end, first_step, last_step);
   judgement.survivors =
       count_survivors_by_step(trace.live_at_end, first_step, last_step, judgement.window);
 
   // A leak is a step that leaves allocations alive, in every window: on the CPU the allocator
   // knows each survivor's birth step; CUDA's allocator does not, so there live bytes must grow
   // in every window. Bytes per step are reported, never thresholded.
-  const bool leak = cuda ? judgement.tensor.grows_in_every_window &&
-                               judgement.tensor.bytes_per_step > 0.0
-                         : judgement.survivors.in_every_window;
+  const bool leak =
+      cuda ? judgement.tensor.grows_in_every_window && judgement.tensor.bytes_per_step > 0.0
+           : judgement.survivors.in_every_window;
   if (cuda && judgement.cuda_reserved.grows_in_every_window && !leak) {
     judgement.notes += std::string(judgement.notes.empty() ? "" : "; ") +
                        "CUDA reserved memory grows by " +
@@ -196,8 +195,9 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   // the heap grows by more than twice what the survivors' own bookkeeping costs (TensorImpl,
   // storage, allocator header; measured in this process), more than tensors is kept, and the
   // leak is a host_memory_leak first.
-  const double bookkeeping = judgement.survivors.allocations_per_step *
-                             static_cast<double>(std::max<int64_t>(trace.tensor_bookkeeping_bytes, 1));
+  const double bookkeeping =
+      judgement.survivors.allocations_per_step *
+      static_cast<double>(std::max<int64_t>(trace.tensor_bookkeeping_bytes, 1));
   const bool graph_kept = !cuda && judgement.host.bytes_per_step > 2.0 * bookkeeping;
   const char* device_memory = cuda ? "GPU memory" : "RAM";
   const std::string measured = describe_leak_measurement(judgement, cuda) + where + ": " +
@@ -205,9 +205,9 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
                                explain_leak_by_habit(scenario.loop, graph_kept);
   if (graph_kept) {
     judgement.diagnoses.push_back(DiagnosisKind::host_memory_leak);
-    judgement.explanations.push_back(measured + project_out_of_memory(
-                                                    judgement, judgement.host.bytes_per_step,
-                                                    last_used, last_step, device_memory));
+    judgement.explanations.push_back(measured +
+                                     project_out_of_memory(judgement, judgement.host.bytes_per_step,
+                                                           last_used, last_step, device_memory));
   }
   judgement.diagnoses.push_back(DiagnosisKind::tensor_memory_leak);
   judgement.explanations.push_back(

@@ -71,8 +71,8 @@ class AdamAllowance {
 std::string describe_non_finite(const std::string& name, const at::Tensor& tensor) {
   const int64_t count = tensor.isfinite().logical_not().sum().item<int64_t>();
   if (count == 0) return "";
-  return name + " has " + std::to_string(count) + " NaN/Inf of " +
-         std::to_string(tensor.numel()) + " elements";
+  return name + " has " + std::to_string(count) + " NaN/Inf of " + std::to_string(tensor.numel()) +
+         " elements";
 }
 
 // The first NaN or Inf the run produced, in the order it happened: the losses of the
@@ -175,15 +175,15 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
        *judgement.first_gradient_mismatch <= *judgement.first_parameter_mismatch);
   if (judgement.divergence) {
     // No hypothesis about accumulation explains a NaN; the divergence is the finding.
-    const int64_t s = judgement.first_gradient_mismatch.value_or(
-        judgement.first_parameter_mismatch.value_or(0));
+    const int64_t s =
+        judgement.first_gradient_mismatch.value_or(judgement.first_parameter_mismatch.value_or(0));
     judgement.diagnosis = diagnose_divergence(*judgement.divergence, s);
     if (judgement.first_gradient_mismatch || judgement.first_parameter_mismatch) {
       const bool gradients = gradient_first;
-      judgement.mismatch = std::string(gradients ? "gradients" : "parameters") +
-                           " differ from the golden at optimizer step " + std::to_string(s) + ": " +
-                           describe_worst(gradients ? judgement.steps[s].gradients
-                                                    : judgement.steps[s].parameters);
+      judgement.mismatch =
+          std::string(gradients ? "gradients" : "parameters") +
+          " differ from the golden at optimizer step " + std::to_string(s) + ": " +
+          describe_worst(gradients ? judgement.steps[s].gradients : judgement.steps[s].parameters);
     } else {
       judgement.mismatch = "the run matches the golden, which diverged too";
     }
@@ -268,8 +268,7 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
   const bool expected_found =
       scenario.expect.outcome == ExpectedOutcome::diagnosis &&
       std::find(kinds.begin(), kinds.end(), scenario.expect.diagnosis) != kinds.end();
-  const bool unexplained_found =
-      std::find(kinds.begin(), kinds.end(), std::nullopt) != kinds.end();
+  const bool unexplained_found = std::find(kinds.begin(), kinds.end(), std::nullopt) != kinds.end();
   verdict.outcome = expected_found && !unexplained_found ? Outcome::reproduced : Outcome::failed;
   return verdict;
 }

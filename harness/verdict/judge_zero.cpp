@@ -75,14 +75,18 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.world_size = plan.batch.world_size;
   judgement.gradient_accumulation_steps = plan.batch.gradient_accumulation_steps;
   judgement.parameter_numel = trace.parameter_numel;
-  judgement.partitioned_numel = trace.partitioned_numel;
+  // Padding from the shapes, not from the engine's own count, so the formula is independent.
+  std::vector<int64_t> numels;
+  for (const at::Tensor& parameter : trace.initial_parameters) numels.push_back(parameter.numel());
+  judgement.partitioned_numel =
+      padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size, numels);
   const int64_t element = element_bytes(plan.dtype);
   judgement.bytes_per_parameter = {element, element, element * optimizer_buffers(plan.optimizer)};
 
   const OptimizerStepRecord& last = trace.steps.back();
   judgement.measured = last.model_states;
   judgement.expected =
-      expected_model_states(plan.zero_stage, plan.batch.world_size, trace.partitioned_numel,
+      expected_model_states(plan.zero_stage, plan.batch.world_size, judgement.partitioned_numel,
                             judgement.bytes_per_parameter);
   judgement.expected_paper = expected_model_states(
       plan.zero_stage, plan.batch.world_size, trace.parameter_numel, judgement.bytes_per_parameter);
@@ -93,7 +97,7 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
     add(judgement, DiagnosisKind::model_states_differ_from_zero,
         "rank 0 holds " + states_text(judgement.measured) + " of model states at the boundary; " +
             stage_text(judgement) + " should hold " + states_text(judgement.expected) + " for " +
-            std::to_string(trace.partitioned_numel) + " parameter elements after padding (" +
+            std::to_string(judgement.partitioned_numel) + " parameter elements after padding (" +
             std::to_string(judgement.model_states_ratio) +
             "x, more than 5% off): the engine does not partition as the stage says");
   }
@@ -101,7 +105,7 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.bytes_sent_per_step = last.bytes_sent;
   judgement.expected_bytes_sent_per_step = expected_bytes_sent_per_step(
       plan.zero_stage, plan.batch.world_size, plan.batch.gradient_accumulation_steps,
-      trace.partitioned_numel * element);
+      judgement.partitioned_numel * element);
   judgement.traffic_ratio =
       ratio(judgement.bytes_sent_per_step, judgement.expected_bytes_sent_per_step);
   judgement.traffic_judged = figures_judged && !scenario.loop.evaluation.has_value();
@@ -131,8 +135,9 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
     add(judgement, DiagnosisKind::gathered_parameters_kept,
         "rank 0 holds " + format_bytes(judgement.tensor_bytes_at_boundary) +
             " of tensors after each optimizer step: its ZeRO stage 3 model states are " +
-            format_bytes(judgement.expected.total()) + "; the other " + format_bytes(beyond_states) +
-            " are about the whole model's parameters (" + format_bytes(full_parameter_bytes) +
+            format_bytes(judgement.expected.total()) + "; the other " +
+            format_bytes(beyond_states) + " are about the whole model's parameters (" +
+            format_bytes(full_parameter_bytes) +
             "): the loop keeps gathered full parameters alive between steps, so every rank holds "
             "the unpartitioned model. Fix: keep what you need from them (norms, values) and "
             "drop the tensors before the GatheredParameters context ends");

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "harness/engine/reference_engine.h"
-#include "harness/verdict/diagnosis.h"
 #include "harness/golden/tensor_comparison.h"
+#include "harness/verdict/diagnosis.h"
 
 namespace trainrepro {
 

@@ -5,11 +5,11 @@
 
 #include <ATen/ATen.h>
 
-#include "harness/loop/sample_assignment.h"
 #include "harness/distributed/communicator.h"
 #include "harness/distributed/mpi_session.h"
 #include "harness/engine/reference_engine.h"
 #include "harness/engine/runtime_info.h"
+#include "harness/loop/sample_assignment.h"
 #include "models/sample_source.h"
 
 namespace trainrepro {

@@ -6,10 +6,10 @@
 
 #include <ATen/ATen.h>
 
-#include "harness/loop/sample_assignment.h"
 #include "harness/distributed/communicator.h"
 #include "harness/engine/model_states.h"
 #include "harness/engine/reference_engine.h"
+#include "harness/loop/sample_assignment.h"
 #include "harness/memory/counting_cpu_allocator.h"
 #include "models/sample_source.h"
 

@@ -199,8 +199,9 @@ TEST_F(InitializeChecks, UnknownReleaseIsRejectedWithTheKnownOnes) {
     load_scenario(write("s.json", scenario.dump()));
     FAIL() << "expected a ScenarioError";
   } catch (const ScenarioError& error) {
-    EXPECT_NE(std::string(error.what()).find(":/deepspeed_version: expected a DeepSpeed release "
-                                             "this harness knows (0.16.9"),
+    EXPECT_NE(std::string(error.what())
+                  .find(":/deepspeed_version: expected a DeepSpeed release "
+                        "this harness knows (0.16.9"),
               std::string::npos);
   }
 }

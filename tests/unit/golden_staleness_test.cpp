@@ -41,8 +41,7 @@ TEST_F(GoldenStaleness, ChangedInitialisationIsNamedWithTheCommand) {
                         " differs from the golden's by up to 0.25"),
             std::string::npos)
       << *stale;
-  EXPECT_NE(stale->find("regenerate it with: build/trainrepro golden --update"),
-            std::string::npos);
+  EXPECT_NE(stale->find("regenerate it with: build/trainrepro golden --update"), std::string::npos);
 }
 
 TEST_F(GoldenStaleness, ChangedSamplesOrParameterOrderAreNamed) {

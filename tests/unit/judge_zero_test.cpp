@@ -3,6 +3,8 @@
 // model states the size of the whole model are named as gathered parameters kept alive.
 #include <gtest/gtest.h>
 
+#include <ATen/ATen.h>
+
 #include "harness/verdict/judge_zero.h"
 
 namespace trainrepro {
@@ -19,6 +21,7 @@ class JudgeZero : public ::testing::Test {
     plan_.optimizer.kind = OptimizerKind::adamw;
     trace_.parameter_numel = kNumel;
     trace_.partitioned_numel = kNumel;
+    trace_.initial_parameters = {at::zeros({kNumel})};  // the judge pads from the shapes
     OptimizerStepRecord step;
     step.model_states = expected_model_states(stage, ranks, kNumel, {4, 4, 8});
     step.bytes_sent = expected_bytes_sent_per_step(stage, ranks, 4, 4 * kNumel);
@@ -34,6 +37,16 @@ class JudgeZero : public ::testing::Test {
   Plan plan_;
   Trace trace_;
 };
+
+TEST(ZeroPadding, CountedFromTheShapesByHand) {
+  // The ZeRO matrix's MLP 15 -> 29 -> 5: weights 435 and 145, biases 29 and 5, 614 in all.
+  const std::vector<int64_t> numels = {435, 29, 145, 5};
+  EXPECT_EQ(padded_numel_from_shapes(0, 4, numels), 614);
+  EXPECT_EQ(padded_numel_from_shapes(1, 4, numels), 616);  // one flat buffer: 154 x 4
+  EXPECT_EQ(padded_numel_from_shapes(2, 3, numels), 615);  // 205 x 3
+  EXPECT_EQ(padded_numel_from_shapes(3, 4, numels), 436 + 32 + 148 + 8);  // each parameter
+  EXPECT_EQ(padded_numel_from_shapes(3, 1, numels), 614);
+}
 
 TEST_F(JudgeZero, ExactFiguresPassAtEveryStage) {
   for (int64_t stage = 0; stage <= 3; ++stage) {
@@ -84,6 +97,19 @@ TEST_F(JudgeZero, WholeModelAliveBeyondStageThreeStatesIsGatheredParametersKept)
   const ZeroJudgement judgement = judge();
   ASSERT_EQ(judgement.diagnoses.size(), 1u);
   EXPECT_EQ(judgement.diagnoses[0], DiagnosisKind::gathered_parameters_kept);
+}
+
+TEST_F(JudgeZero, ALoopThatDoesNotDriveTheEngineIsNotBlamedOnTheEngine) {
+  make_run(2, 2);
+  trace_.steps.back().bytes_sent *= 4;  // GAS windows per boundary: four times the traffic
+  scenario_.loop.stepping = SteppingHabit::once_per_window;
+  const ZeroJudgement judgement = judge();
+  EXPECT_TRUE(judgement.diagnoses.empty());
+  EXPECT_FALSE(judgement.traffic_judged);
+  EXPECT_NE(judgement.not_judged_reason.find("engine.step() once per window"), std::string::npos);
+  scenario_.loop.stepping = SteppingHabit::every_micro_step;  // driven as DeepSpeed drives it
+  ASSERT_EQ(judge().diagnoses.size(), 1u);
+  EXPECT_EQ(judge().diagnoses[0], DiagnosisKind::traffic_differs_from_zero);
 }
 
 TEST_F(JudgeZero, OneRankWithoutZeroIsNotJudged) {

@@ -73,6 +73,36 @@ TEST(LeakDetection, PlantedKibPerStepLeakIsFoundWithin32Boundaries) {
   EXPECT_TRUE(judgement.out_of_memory_step.has_value());
 }
 
+// The smallest leak there is: one byte in one allocation per step, found as soon as warm-up
+// (5) and one window (8) have passed, well within 32 boundaries.
+TEST(LeakDetection, OneBytePerStepIsALeakWithinFourteenBoundaries) {
+  Scenario scenario;
+  scenario.memory = MemorySpec{};
+  Plan plan;
+  plan.batch = {8, 8, 1, 1, {}};
+  MemoryProbe probe(Device::cpu, 64);
+  std::vector<at::Tensor> planted;
+  const int64_t boundaries = scenario.memory.warmup_steps + scenario.memory.window + 1;
+  for (int64_t step = 0; step < boundaries; ++step) {
+    planted.push_back(at::empty({1}, at::kByte));
+    CountingCpuAllocator::set_current_step(step + 1);
+    probe.sample(SamplePoint::boundary, step, step + 1);
+  }
+  Trace trace;
+  trace.memory = probe.take_samples();
+  trace.live_at_end = CountingCpuAllocator::live_allocations();
+  trace.tensor_bookkeeping_bytes = MemoryProbe::measure_tensor_bookkeeping_bytes();
+  const MemoryJudgement judgement = judge_memory(scenario, plan, trace);
+  ASSERT_TRUE(judgement.judged) << judgement.not_judged_reason;
+  ASSERT_FALSE(judgement.diagnoses.empty());
+  EXPECT_EQ(judgement.diagnoses.back(), DiagnosisKind::tensor_memory_leak);
+  EXPECT_DOUBLE_EQ(judgement.survivors.allocations_per_step, 1.0);
+  EXPECT_DOUBLE_EQ(judgement.survivors.bytes_per_step, 1.0);
+  planted.clear();  // the same run without the plant is bounded
+  trace.live_at_end = CountingCpuAllocator::live_allocations();
+  EXPECT_TRUE(judge_memory(scenario, plan, trace).diagnoses.empty());
+}
+
 TEST(LeakDetection, BoundedScenariosGiveNoFalseLeakIn20Runs) {
   namespace fs = std::filesystem;
   const fs::path root(TRAINREPRO_SOURCE_DIR);

@@ -228,11 +228,11 @@ TEST_F(ScenarioLoading, UnimplementedDeepSpeedKeysBecomeWarnings) {
   EXPECT_EQ(loaded.deepspeed.warnings[0].rfind(
                 loaded.file + ":/deepspeed/zero_optimization/overlap_comm: ZeRO option not", 0),
             0u);
-  EXPECT_EQ(loaded.deepspeed.warnings[1].rfind(loaded.file +
-                                                   ":/deepspeed/scheduler: a DeepSpeed feature "
-                                                   "the reference engine does not implement",
-                                               0),
-            0u);
+  EXPECT_EQ(
+      loaded.deepspeed.warnings[1].rfind(loaded.file + ":/deepspeed/scheduler: a DeepSpeed feature "
+                                                       "the reference engine does not implement",
+                                         0),
+      0u);
   EXPECT_EQ(loaded.deepspeed.zero_stage, 2);
 }
 

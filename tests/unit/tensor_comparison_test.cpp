@@ -22,7 +22,8 @@ TEST(TensorComparison, DifferentShapesNeverMatchEvenWhenTheyWouldBroadcast) {
   const TensorComparison row = compare(at::ones({1, 4}, at::kDouble), at::ones({4}, at::kDouble));
   EXPECT_FALSE(row.within_tolerance);
   EXPECT_EQ(row.shape_mismatch, "shape [1,4] vs golden [4]");
-  EXPECT_FALSE(compare(at::ones({4, 2}, at::kDouble), at::ones({2, 4}, at::kDouble)).within_tolerance);
+  EXPECT_FALSE(
+      compare(at::ones({4, 2}, at::kDouble), at::ones({2, 4}, at::kDouble)).within_tolerance);
 }
 
 TEST(TensorComparison, SameInfinityMatchesOtherNonFiniteValuesDoNot) {

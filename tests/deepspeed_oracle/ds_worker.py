@@ -1,0 +1,246 @@
+"""One rank of a scenario run through the real DeepSpeed engine (started by oracle.py).
+
+Usage: ds_worker.py JOB.json   with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set.
+
+The training loop is the one harness/loop/training_loop.cpp describes, written the way a user
+writes it against DeepSpeed's API: `outputs = engine(inputs)` (or `engine.module(inputs)` with the
+habit forward "module"), the loss computed by the loop,
+`engine.backward(loss)` (or `loss.backward()`), `engine.step()` (or `optimizer.step()`), with the
+scenario's habits. Micro-batch m of rank r gets samples [(m*W + r)*MB, (m*W + r + 1)*MB), as
+trainrepro's loop feeds them. MB and GAS are what the DeepSpeed engine resolved, not trainrepro's
+plan (the oracle compares the two). Writes JOB's out prefix + ".rank<R>.pt" with what happened.
+"""
+import copy
+import json
+import logging
+import os
+import sys
+import time
+import traceback
+
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+import torch  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo  # noqa: E402
+
+EVALUATION_FIRST_SAMPLE = 1 << 20  # harness/loop/training_loop.h
+
+
+def error_of(exception):
+    return {"type": type(exception).__name__, "message": str(exception),
+            "traceback": traceback.format_exc()}
+
+
+def inner_optimizer(optimizer):
+    """The torch.optim.Optimizer that actually steps (DeepSpeed may wrap it)."""
+    seen = optimizer
+    while not isinstance(seen, torch.optim.Optimizer) and hasattr(seen, "optimizer"):
+        seen = seen.optimizer
+    return seen
+
+
+def optimizer_description(optimizer):
+    inner = inner_optimizer(optimizer)
+    group = inner.param_groups[0]
+    description = {"class": f"{type(inner).__module__}.{type(inner).__name__}"}
+    for key in ("lr", "weight_decay", "eps", "momentum", "dampening", "nesterov", "betas"):
+        if key in group:
+            value = group[key]
+            description[key] = list(value) if isinstance(value, tuple) else value
+    if hasattr(inner, "adam_w_mode"):  # DeepSpeed's FusedAdam / DeepSpeedCPUAdam
+        description["decoupled_weight_decay"] = bool(inner.adam_w_mode)
+    elif isinstance(inner, torch.optim.AdamW):
+        description["decoupled_weight_decay"] = True
+    elif isinstance(inner, torch.optim.Adam):
+        description["decoupled_weight_decay"] = bool(group.get("decoupled_weight_decay", False))
+    return description
+
+
+def run(job, rank, world_size, record):
+    import deepspeed
+    from deepspeed.utils import logger as ds_logger
+    ds_logger.setLevel(logging.WARNING)
+    record["deepspeed_version"] = deepspeed.__version__
+    deepspeed.init_distributed(dist_backend="gloo")
+
+    golden = job.get("golden")
+    if golden:
+        from safetensors.torch import load_file
+        tensors = load_file(golden["file"])
+        names = golden["parameters"]
+        module = zoo.build_model(job["model"], names,
+                                 {n: tensors[f"init/{n}"] for n in names}, torch.float32)
+    else:  # a config trainrepro says DeepSpeed refuses: no golden, the model's own initialisation
+        torch.manual_seed(job["model"].get("seed", 0))
+        module = zoo.build_model_with_defaults(job["model"])
+        names = [n for n, _ in module.named_parameters()]
+
+    started = time.time()
+    try:
+        engine, optimizer, _, _ = deepspeed.initialize(model=module,
+                                                       model_parameters=module.parameters(),
+                                                       config=copy.deepcopy(job["deepspeed"]))
+    except Exception as exception:  # what DeepSpeed says about the config
+        record["initialize_error"] = error_of(exception)
+        return
+    record["initialize_seconds"] = time.time() - started
+    gas = engine.gradient_accumulation_steps()
+    micro_batch = engine.train_micro_batch_size_per_gpu()
+    record["engine"] = {
+        "train_batch_size": engine.train_batch_size(),
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": gas,
+        "world_size": getattr(engine, "dp_world_size", world_size),
+        "dist_world_size": deepspeed.comm.get_world_size(),
+        "gradient_clipping": engine.gradient_clipping(),
+        "zero_stage": engine.zero_optimization_stage(),
+        "optimizer": optimizer_description(optimizer),
+    }
+    record["initialize_error"] = None
+    # Without a golden (DeepSpeed was expected to refuse the config), one optimizer step of the
+    # loop still runs: some refusals come from the loop's habits (loss.backward() at stage 0).
+    loop = job["loop"]
+    steps_wanted = job["steps"] if golden else 1
+    source = zoo.SampleSource(job["data"] if golden else zoo.data_with_defaults(job["data"]))
+    parameters = list(engine.module.parameters())
+    record["parameter_names"] = names
+    record["steps"] = []
+    record["micro_step_losses"] = []
+    pending = {"gradients": None}
+    backwards = [0]
+
+    def snapshot_gradients():
+        pending["gradients"] = [p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
+                                for p in parameters]
+        pending["micro_step"] = backwards[0]
+
+    def after_optimizer_step(_optimizer, _args, _kwargs):
+        if pending["gradients"] is None:
+            raise RuntimeError("the optimizer stepped where the oracle did not expect it")
+        gradients = pending["gradients"]
+        norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in gradients)))
+        record["steps"].append({
+            "micro_step": pending["micro_step"],
+            "through_engine": pending["through_engine"],
+            "gradient_norm": norm,
+            "gradients": gradients,
+            "parameters": [p.detach().clone() for p in parameters],
+        })
+        pending["gradients"] = None
+
+    inner_optimizer(optimizer).register_step_post_hook(after_optimizer_step)
+
+    evaluation = loop.get("evaluation")
+    evaluations_done = [0]
+
+    def evaluate():
+        spec = {"every": 1, "batches": 1, "no_grad": True, "sum_as_tensor": False, "backward": False}
+        spec.update(evaluation)
+        with torch.set_grad_enabled(not spec["no_grad"]):
+            for b in range(spec["batches"]):
+                first = EVALUATION_FIRST_SAMPLE + (evaluations_done[0] * spec["batches"] + b) * micro_batch
+                batch = source.samples(first, first + micro_batch)
+                loss = module.loss_sum(engine(batch.inputs), batch) / batch.items
+                if spec["backward"]:
+                    loss.backward()
+        evaluations_done[0] += 1
+
+    zero_grad = loop.get("zero_grad", "boundary")
+    loss_scaling = loop.get("loss_scaling", "engine")
+    stepping = loop.get("stepping", "every_micro_step")
+    normalisation = loop.get("token_normalisation", "whole_batch")
+    forward = loop.get("forward", "engine")
+    micro_step_limit = steps_wanted * gas * gas + gas
+    window_items = None
+    m = 0
+    while len(record["steps"]) < steps_wanted:
+        if m >= micro_step_limit:
+            raise RuntimeError(f"the loop took {m} micro-steps without reaching {steps_wanted} "
+                               "optimizer steps")
+        first = (m * world_size + rank) * micro_batch
+        batch = source.samples(first, first + micro_batch)
+        if m % gas == 0:
+            # The whole window's items across every rank (Hugging Face's num_items_in_batch),
+            # divided by the ranks because DeepSpeed averages the ranks' gradients.
+            window_first = m * world_size * micro_batch
+            window = source.samples(window_first, window_first + gas * world_size * micro_batch)
+            window_items = window.items / world_size
+        steps_before = len(record["steps"])
+
+        if zero_grad == "every_micro_step":
+            engine.zero_grad()
+        # forward "module": the loss comes from engine.module(x), around the engine's hooks.
+        outputs = engine.module(batch.inputs) if forward == "module" else engine(batch.inputs)
+        loss_sum = module.loss_sum(outputs, batch)
+        if normalisation == "whole_batch":
+            loss = loss_sum * (gas / window_items)
+        else:
+            loss = loss_sum / batch.items
+        if loss_scaling == "twice":
+            loss = loss / gas
+        if loss_scaling == "none":
+            loss.backward()
+        else:
+            engine.backward(loss)
+        backwards[0] += 1
+        record["micro_step_losses"].append(float(loss_sum.detach()) / batch.items)
+
+        window_ends = (m + 1) % gas == 0
+        if stepping == "every_micro_step":
+            if zero_grad == "never":  # steps the optimizer itself at the end of each window
+                if window_ends:
+                    snapshot_gradients()
+                    pending["through_engine"] = False
+                    optimizer.step()
+            else:
+                if engine.is_gradient_accumulation_boundary():
+                    snapshot_gradients()
+                    pending["through_engine"] = True
+                engine.step()
+        elif stepping == "once_per_window":
+            if window_ends:
+                if engine.is_gradient_accumulation_boundary():
+                    snapshot_gradients()
+                    pending["through_engine"] = True
+                engine.step()
+        elif stepping == "optimizer_every_micro_step":
+            snapshot_gradients()
+            pending["through_engine"] = False
+            optimizer.step()
+            optimizer.zero_grad()
+        else:
+            raise ValueError(f"unknown stepping habit {stepping!r}")
+        pending["gradients"] = None
+
+        steps_done = len(record["steps"])
+        if (steps_done > steps_before and evaluation and steps_done % evaluation.get("every", 1) == 0
+                and steps_done < steps_wanted):
+            evaluate()
+        m += 1
+    record["engine"]["global_steps"] = engine.global_steps
+    record["engine"]["micro_steps"] = engine.micro_steps
+
+
+def main():
+    job = json.load(open(sys.argv[1]))
+    torch.set_num_threads(1)
+    torch.set_default_dtype(torch.float32)
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    record = {"rank": rank, "world_size": world_size, "error": None}
+    try:
+        run(job, rank, world_size, record)
+    except Exception as exception:
+        record["error"] = error_of(exception)
+    torch.save(record, f"{job['out']}.rank{rank}.pt")
+    try:
+        import deepspeed.comm as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

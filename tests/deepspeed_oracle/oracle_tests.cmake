@@ -1,0 +1,43 @@
+# The DeepSpeed oracle (tests/deepspeed_oracle/README.md): the real DeepSpeed engine, installed
+# by tests/deepspeed_oracle/install_deepspeed.sh into the cache outside the clone, checked against
+# trainrepro's expectations. Every test is labelled `oracle`; scripts/test leaves them out and
+# scripts/oracle runs them (`ctest -L oracle`).
+set(oracle ${CMAKE_CURRENT_SOURCE_DIR}/deepspeed_oracle/oracle)
+
+# Installs DeepSpeed if missing and compiles its CPU ops once (minutes the first time).
+add_test(NAME oracle/prepare COMMAND ${oracle} prepare WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(oracle/prepare PROPERTIES LABELS oracle FIXTURES_SETUP deepspeed_oracle
+                     TIMEOUT 1800)
+
+# One test per scenario in scope: every accumulation scenario and every ZeRO stage-0 one.
+file(GLOB oracle_scenarios CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/accumulation/*.json
+     ${PROJECT_SOURCE_DIR}/scenarios/zero/*.json)
+foreach(scenario_file IN LISTS oracle_scenarios)
+  file(READ ${scenario_file} content)
+  string(JSON stage ERROR_VARIABLE no_stage GET "${content}" deepspeed zero_optimization stage)
+  if(no_stage)
+    set(stage 0)
+  endif()
+  if(NOT stage EQUAL 0)
+    continue()
+  endif()
+  string(JSON ranks ERROR_VARIABLE no_ranks GET "${content}" world_size)
+  if(no_ranks)
+    set(ranks 1)
+  endif()
+  file(RELATIVE_PATH relative ${PROJECT_SOURCE_DIR}/scenarios ${scenario_file})
+  string(REGEX REPLACE "\\.json$" "" test_name ${relative})
+  add_test(NAME oracle/${test_name}
+           COMMAND ${oracle} scenario --trainrepro $<TARGET_FILE:trainrepro> scenarios/${relative}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(oracle/${test_name} PROPERTIES LABELS oracle
+                       FIXTURES_REQUIRED deepspeed_oracle PROCESSORS ${ranks} TIMEOUT 1200
+                       SKIP_RETURN_CODE 77)
+endforeach()
+
+# DeepSpeed's DeepSpeedConfig against `trainrepro config resolve` on 656 batch configurations.
+add_test(NAME oracle/batch-table
+         COMMAND ${oracle} batch-table --trainrepro $<TARGET_FILE:trainrepro>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(oracle/batch-table PROPERTIES LABELS oracle
+                     FIXTURES_REQUIRED deepspeed_oracle TIMEOUT 1800)
