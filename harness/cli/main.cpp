@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
   }
 
   try {
-    cap_torch_threads(launcher_world_size());
+    cap_torch_threads();
   } catch (const std::invalid_argument& error) {
     std::cerr << "trainrepro: " << error.what() << "\n";
     return kExitBadInput;

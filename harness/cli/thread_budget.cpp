@@ -1,23 +1,13 @@
 #include "harness/cli/thread_budget.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
-#include <thread>
 
 #include <ATen/Parallel.h>
 
 namespace trainrepro {
 namespace {
-
-// The cores this process may run on (a container or `taskset` may allow fewer than exist).
-int usable_cores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 // A positive integer from the environment, or 0 when the variable is unset.
 int positive_from_environment(const char* variable) {
@@ -44,13 +34,13 @@ int launcher_world_size() {
   return 1;
 }
 
-int choose_intra_op_threads(int rank_processes) {
+int choose_intra_op_threads() {
   if (const int chosen = positive_from_environment("TRAINREPRO_THREADS")) return chosen;
-  return std::max(1, usable_cores() / std::max(1, rank_processes));
+  return 1;
 }
 
-void cap_torch_threads(int rank_processes) {
-  const int threads = choose_intra_op_threads(rank_processes);
+void cap_torch_threads() {
+  const int threads = choose_intra_op_threads();
   at::set_num_threads(threads);
   // The inter-op pool only serves parallel autograd on several devices; one thread is enough.
   at::set_num_interop_threads(1);

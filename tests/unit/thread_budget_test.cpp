@@ -15,21 +15,18 @@ class ThreadBudget : public ::testing::Test {
   void TearDown() override { ::unsetenv("TRAINREPRO_THREADS"); }
 };
 
-TEST_F(ThreadBudget, RanksShareTheCoresAndNeverGetLessThanOne) {
+TEST_F(ThreadBudget, EachRankProcessTakesOneThreadByDefault) {
   ::unsetenv("TRAINREPRO_THREADS");
-  const int alone = choose_intra_op_threads(1);
-  EXPECT_GE(alone, 1);
-  EXPECT_EQ(choose_intra_op_threads(alone * 4), 1);
-  EXPECT_EQ(choose_intra_op_threads(2), std::max(1, alone / 2));
+  EXPECT_EQ(choose_intra_op_threads(), 1);
 }
 
 TEST_F(ThreadBudget, EnvironmentOverridesAndBadValuesAreRefused) {
   ::setenv("TRAINREPRO_THREADS", "3", 1);
-  EXPECT_EQ(choose_intra_op_threads(8), 3);
+  EXPECT_EQ(choose_intra_op_threads(), 3);
   ::setenv("TRAINREPRO_THREADS", "0", 1);
-  EXPECT_THROW(choose_intra_op_threads(1), std::invalid_argument);
+  EXPECT_THROW(choose_intra_op_threads(), std::invalid_argument);
   ::setenv("TRAINREPRO_THREADS", "two", 1);
-  EXPECT_THROW(choose_intra_op_threads(1), std::invalid_argument);
+  EXPECT_THROW(choose_intra_op_threads(), std::invalid_argument);
 }
 
 }  // namespace
