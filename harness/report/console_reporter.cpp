@@ -35,7 +35,7 @@ std::string ratio_text(double ratio) {
   return text;
 }
 
-// "ZeRO stage 2, 2 ranks: model states 9.1 KiB, expected 9.1 KiB (1.000x); sent …" from the
+// "ZeRO stage 2, 2 ranks: model states 9.1 KiB, expected 9.1 KiB (1.000x); collectives …" from the
 // results file's "zero" object, which a multi-rank run only has as rank 0 wrote it.
 std::string zero_line(const nlohmann::json& zero) {
   const nlohmann::json& states = zero.at("model_states");
@@ -45,7 +45,7 @@ std::string zero_line(const nlohmann::json& zero) {
       std::to_string(zero.at("world_size").get<int64_t>()) + " rank(s): model states " +
       format_bytes(states.at("measured").at("total").get<double>()) + ", expected " +
       format_bytes(states.at("expected").at("total").get<double>()) + " (" +
-      ratio_text(states.at("ratio").get<double>()) + "); sent " +
+      ratio_text(states.at("ratio").get<double>()) + "); collectives (ring model) " +
       format_bytes(traffic.at("bytes_sent_per_step").get<double>()) + "/step, expected " +
       format_bytes(traffic.at("expected_bytes_sent_per_step").get<double>()) + " (" +
       ratio_text(traffic.at("ratio").get<double>()) + ")";

@@ -193,6 +193,8 @@ nlohmann::json zero_to_json(const ZeroJudgement& zero) {
             {"ratio", zero.model_states_ratio}}},
           {"traffic",
            {{"judged", zero.traffic_judged},
+            {"counted_as",
+             "bytes this rank handed to collectives, (N-1)/N of each buffer (ring model)"},
             {"bytes_sent_per_step", zero.bytes_sent_per_step},
             {"expected_bytes_sent_per_step", zero.expected_bytes_sent_per_step},
             {"ratio", zero.traffic_ratio}}},

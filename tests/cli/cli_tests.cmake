@@ -115,7 +115,7 @@ add_cli_test(run-refuses-loop-habit-around-the-engine-at-zero-stage-2 2
   [=[zero_grad_at_stage_2\.json:/loop/zero_grad: this loop habit works on gradients or the optimizer around the engine, which the reference engine supports at ZeRO stage 0 only \(this scenario uses stage 2\)]=]
   run ${data}/bad_scenarios/zero_grad_at_stage_2.json)
 add_cli_test(run-shows-zero-model-states-against-the-formula 0
-  [=[ZeRO stage 3, 4 rank\(s\): model states [0-9.]+ KiB, expected [0-9.]+ KiB \(1\.000x\); sent [0-9.]+ KiB/step, expected [0-9.]+ KiB \(1\.00[0-9]x\)]=]
+  [=[ZeRO stage 3, 4 rank\(s\): model states [0-9.]+ KiB, expected [0-9.]+ KiB \(1\.000x\); collectives \(ring model\) [0-9.]+ KiB/step, expected [0-9.]+ KiB \(1\.00[0-9]x\)]=]
   run scenarios/zero/matrix-stage3-ws4-gas4-adamw.json)
 
 # DeepSpeed releases: config files are hjson, batch sizes need no optimizer, removed keys are
