@@ -6,8 +6,8 @@
 
 #include <ATen/Tensor.h>
 
-#include "harness/scenario/scenario.h"
 #include "models/batch.h"
+#include "models/zoo_choice.h"
 
 namespace trainrepro {
 

@@ -9,8 +9,8 @@
 
 #include <torch/nn/module.h>
 
-#include "harness/scenario/scenario.h"
 #include "models/batch.h"
+#include "models/zoo_choice.h"
 
 namespace trainrepro {
 

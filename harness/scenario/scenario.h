@@ -9,23 +9,12 @@
 
 #include "harness/scenario/deepspeed_config.h"
 #include "harness/scenario/expectation.h"
-#include "models/data_zoo.h"
-#include "models/model_zoo.h"
+#include "models/zoo_choice.h"
 
 namespace trainrepro {
 
 enum class DeviceChoice { cpu, cuda, auto_detect };
 enum class Requirement { cuda, mpi };
-
-// A model or data generator chosen from its zoo: {"name", "options", "seed"}.
-template <typename Options>
-struct ZooChoice {
-  std::string name;
-  Options options;
-  int64_t seed = 0;
-};
-using ModelSpec = ZooChoice<ModelOptions>;
-using DataSpec = ZooChoice<DataOptions>;
 
 // The user's training-loop habits. The engine is correct; these say what the user's code does
 // around it. Each has a correct value (the default) and the mistakes seen in the field.
