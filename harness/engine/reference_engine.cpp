@@ -26,7 +26,6 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
 
 void ReferenceEngine::backward(const at::Tensor& loss) {
   (loss / static_cast<double>(plan_.batch.gradient_accumulation_steps)).backward();
-  ++backwards_;
   // DeepSpeed reduces gradients inside backward(): at the boundary micro-step (stages 0-1) or
   // after every micro-step (stages 2-3).
   const bool boundary = is_gradient_accumulation_boundary();
@@ -117,7 +116,6 @@ void ReferenceEngine::take_optimizer_step(bool through_engine) {
   bytes_at_last_step_ = engine_bytes_sent();
   if (!on_optimizer_step) return;
   if (observed) event.parameters = gather_full_parameters();
-  event.micro_step = backwards_;
   event.through_engine = through_engine;
   event.model_states = held_at_boundary_;
   on_optimizer_step(event);

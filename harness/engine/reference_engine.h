@@ -31,7 +31,6 @@ struct EngineCounters {
 
 // What one optimizer step used and produced, whoever triggered it.
 struct OptimizerStepEvent {
-  int64_t micro_step = 0;  // micro-steps (backwards) seen when it happened
   // The whole model, for the first `observed_steps` optimizer steps only (empty after): the
   // gradients as accumulated and averaged, before clipping; the parameters after the step.
   std::vector<at::Tensor> gradients;
@@ -105,7 +104,6 @@ class ReferenceEngine {
   std::vector<at::Tensor> parameters_;
   std::unique_ptr<ZeroStrategy> strategy_;  // after model_: it may hold a gate on the model
   EngineCounters counters_;
-  int64_t backwards_ = 0;
   ModelStateBytes held_at_boundary_;
   int64_t observation_bytes_ = 0;
   int64_t bytes_at_last_step_ = 0;

@@ -41,7 +41,6 @@ struct CudaSnapshot {
 struct Trace {
   std::vector<std::string> parameter_names;
   int64_t parameter_numel = 0;    // Ψ
-  int64_t partitioned_numel = 0;  // Ψ after the ZeRO stage's padding to the world size
   std::vector<at::Tensor> initial_parameters;  // float64 CPU
   std::vector<MicroStepRecord> micro_steps;
   // Every optimizer step; gradients and parameters only for the first `recorded_steps` (the

@@ -220,7 +220,6 @@ Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const
   for (const at::Tensor& parameter : trace.initial_parameters) {
     trace.parameter_numel += parameter.numel();
   }
-  trace.partitioned_numel = engine.padded_numel();
   trace.micro_steps.reserve(static_cast<size_t>(micro_step_limit));
   trace.steps.reserve(static_cast<size_t>(loop.steps));
 

@@ -44,7 +44,6 @@ class JudgeZero : public ::testing::Test {
     plan_.batch = {32, 4, 4, ranks, {}};
     plan_.optimizer.kind = OptimizerKind::adamw;
     trace_.parameter_numel = kNumel;
-    trace_.partitioned_numel = kNumel;
     trace_.initial_parameters = {at::zeros({kNumel})};  // the judge pads from the shapes
     OptimizerStepRecord step;
     step.model_states = hand_count(stage, ranks).held;
