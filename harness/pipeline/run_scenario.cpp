@@ -14,6 +14,7 @@
 #include "harness/engine/runtime_info.h"
 #include "harness/golden/golden_store.h"
 #include "harness/loop/training_loop.h"
+#include "harness/report/results_json.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/scenario_error.h"
 #include "harness/verdict/golden_staleness.h"
@@ -162,7 +163,7 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
             launch.output);
     return;
   }
-  if (written.is_discarded() || !written.is_object() || !written.contains("outcome")) {
+  if (written.is_discarded() || !written.is_object()) {
     result.verdict = error_verdict(
         ErrorSource::infrastructure,
         scenario.file + ": " + ranks + " ended (mpirun exit code " +
@@ -170,15 +171,14 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
             ") before rank 0 wrote a result; a rank failed. Their output:\n" + launch.output);
     return;
   }
-  result.rank_zero_results = written;
-  result.verdict.outcome =
-      outcome_from_name(written.value("outcome", "error")).value_or(Outcome::error);
-  const int exit_code = written.value("exit_code", 3);
-  result.verdict.error_source = exit_code == kExitBadInput         ? ErrorSource::scenario
-                                : exit_code == kExitInfrastructure ? ErrorSource::infrastructure
-                                                                   : ErrorSource::none;
-  result.verdict.found = written.value("found", "");
-  result.verdict.diagnosis = written.value("diagnosis", "");
+  // Rank 0 judged the whole run; its result is this scenario's result, timings included.
+  try {
+    result = result_from_json(written, scenario.file + " (rank 0's result)");
+  } catch (const ResultsFormatError& error) {
+    result.verdict = error_verdict(
+        ErrorSource::infrastructure,
+        std::string(error.what()) + "; the rank was built from another trainrepro?");
+  }
 }
 
 // Golden, training and judging; every failure becomes a result.

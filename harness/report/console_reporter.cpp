@@ -4,7 +4,6 @@
 #include <map>
 
 #include "harness/memory/leak_analysis.h"
-#include "harness/report/results_json.h"
 
 namespace trainrepro {
 namespace {
@@ -35,24 +34,19 @@ std::string ratio_text(double ratio) {
   return text;
 }
 
-// "ZeRO stage 2, 2 ranks: model states 9.1 KiB, expected 9.1 KiB (1.000x); collectives …" from the
-// results file's "zero" object, which a multi-rank run only has as rank 0 wrote it.
-std::string zero_line(const nlohmann::json& zero) {
-  const nlohmann::json& states = zero.at("model_states");
-  const nlohmann::json& traffic = zero.at("traffic");
-  std::string line =
-      "ZeRO stage " + std::to_string(zero.at("zero_stage").get<int64_t>()) + ", " +
-      std::to_string(zero.at("world_size").get<int64_t>()) + " rank(s): model states " +
-      format_bytes(states.at("measured").at("total").get<double>()) + ", expected " +
-      format_bytes(states.at("expected").at("total").get<double>()) + " (" +
-      ratio_text(states.at("ratio").get<double>()) + "); collectives (ring model) " +
-      format_bytes(traffic.at("bytes_sent_per_step").get<double>()) + "/step, expected " +
-      format_bytes(traffic.at("expected_bytes_sent_per_step").get<double>()) + " (" +
-      ratio_text(traffic.at("ratio").get<double>()) + ")";
-  const std::string not_judged = zero.value("not_judged_reason", "");
-  if (!not_judged.empty()) {
-    line += "; not judged against the formulas: " + not_judged;
-  } else if (!traffic.at("judged").get<bool>()) {
+// "ZeRO stage 2, 2 rank(s): model states 9.1 KiB, expected 9.1 KiB (1.000x); collectives …".
+std::string zero_line(const ZeroJudgement& zero) {
+  std::string line = "ZeRO stage " + std::to_string(zero.zero_stage) + ", " +
+                     std::to_string(zero.world_size) + " rank(s): model states " +
+                     format_bytes(zero.measured.total()) + ", expected " +
+                     format_bytes(zero.expected.total()) + " (" +
+                     ratio_text(zero.model_states_ratio) + "); collectives (ring model) " +
+                     format_bytes(zero.bytes_sent_per_step) + "/step, expected " +
+                     format_bytes(zero.expected_bytes_sent_per_step) + " (" +
+                     ratio_text(zero.traffic_ratio) + ")";
+  if (!zero.not_judged_reason.empty()) {
+    line += "; not judged against the formulas: " + zero.not_judged_reason;
+  } else if (!zero.traffic_judged) {
     line += ", not judged: evaluations gather too";
   }
   return line;
@@ -85,11 +79,7 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
     out_ << "    " << verdict.found << "\n";
     if (!verdict.diagnosis.empty()) out_ << "    diagnosis: " << verdict.diagnosis << "\n";
   }
-  const nlohmann::json zero = result.zero ? zero_to_json(*result.zero)
-                              : result.rank_zero_results.is_object()
-                                  ? result.rank_zero_results.value("zero", nlohmann::json())
-                                  : nlohmann::json();
-  if (zero.is_object()) out_ << "    " << zero_line(zero) << "\n";
+  if (result.zero) out_ << "    " << zero_line(*result.zero) << "\n";
   for (const std::string& warning : result.warnings) out_ << "    warning: " << warning << "\n";
   // Piped into a CI log, stdout is block-buffered: without this a run stopped by `timeout`
   // leaves an empty log although scenarios had finished.

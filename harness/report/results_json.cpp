@@ -37,7 +37,10 @@ nlohmann::json plan_to_json(const Plan& plan) {
         {"eps", optimizer.eps},
         {"weight_decay", optimizer.weight_decay},
         {"decoupled_weight_decay", optimizer.decoupled_weight_decay},
-        {"momentum", optimizer.momentum}}},
+        {"momentum", optimizer.momentum},
+        {"dampening", optimizer.dampening},
+        {"nesterov", optimizer.nesterov},
+        {"type_as_written", optimizer.type_as_written}}},
       {"golden",
        {{"train_batch_size", plan.golden.train_batch_size}, {"steps", plan.golden.steps}}},
   };
@@ -55,7 +58,8 @@ nlohmann::json comparison_to_json(const TensorComparison& c) {
           {"worst_expected", c.worst_expected},
           {"tolerance_used", c.tolerance_used},
           {"norm_ratio", c.norm_ratio},
-          {"cosine", c.cosine}};
+          {"cosine", c.cosine},
+          {"shape_mismatch", c.shape_mismatch}};
 }
 
 nlohmann::json training_to_json(const TrainingJudgement& training) {
@@ -96,12 +100,16 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
             {"reason", training.tolerance_reason}}},
           {"first_gradient_mismatch", optional_to_json(training.first_gradient_mismatch)},
           {"first_parameter_mismatch", optional_to_json(training.first_parameter_mismatch)},
+          {"mismatch", training.mismatch},
+          {"divergence", training.divergence ? nlohmann::json(*training.divergence)
+                                             : nlohmann::json(nullptr)},
           {"diagnosis", diagnosis},
           {"counters",
            {{"micro_steps", training.counters.micro_steps},
             {"global_steps", training.counters.global_steps},
             {"skipped_steps", training.counters.skipped_steps},
             {"bypass_steps", training.counters.bypass_steps}}},
+          {"micro_steps", training.micro_steps},
           {"micro_step_losses", training.micro_step_losses},
           {"steps", steps}};
 }
@@ -221,6 +229,7 @@ nlohmann::json result_to_json(const ScenarioResult& result) {
         {"tags", result.tags}}},
       {"outcome", outcome_name(verdict.outcome)},
       {"exit_code", exit_code_of(verdict)},
+      {"error_source", error_source_name(verdict.error_source)},
       {"expected", verdict.expected},
       {"found", verdict.found},
       {"diagnosis", verdict.diagnosis},
@@ -240,9 +249,7 @@ nlohmann::json result_to_json(const ScenarioResult& result) {
 
 void ResultsDirectoryReporter::report_scenario(const ScenarioResult& result) {
   if (result.name.empty()) return;
-  const nlohmann::json json =
-      result.rank_zero_results.is_null() ? result_to_json(result) : result.rank_zero_results;
-  write_file_atomically(directory_ / (result.name + ".json"), json.dump(2) + "\n");
+  write_file_atomically(directory_ / (result.name + ".json"), result_to_json(result).dump(2) + "\n");
   // CUDA memory snapshots only matter once a leak is found; then both go next to the results.
   bool leak = false;
   if (result.memory) {

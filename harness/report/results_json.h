@@ -2,6 +2,7 @@
 // the verdict and the timings, for HTML reports and performance tracking. Written atomically.
 #pragma once
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -10,9 +11,21 @@
 
 namespace trainrepro {
 
-constexpr int kResultsFormatVersion = 1;
+// 2: the verdict's error source, the training's mismatch and divergence in words, and every
+// optimizer setting, so a results file reads back into the ScenarioResult that wrote it.
+constexpr int kResultsFormatVersion = 2;
 
 nlohmann::json result_to_json(const ScenarioResult& result);
+// The inverse, for results another process wrote (rank 0 of a multi-rank run, an earlier run for
+// a report). `source` names the file for messages; throws ResultsFormatError, located by JSON
+// pointer, on a file that is not a results file of this format version. A NaN or infinite number
+// (written as null, JSON has neither) reads back as NaN. CUDA snapshots are not in the file.
+ScenarioResult result_from_json(const nlohmann::json& json, const std::string& source);
+
+class ResultsFormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 // The "zero" object of a results file: model states and traffic, measured against expected.
 nlohmann::json zero_to_json(const ZeroJudgement& zero);
 

@@ -27,8 +27,6 @@ struct ScenarioResult {
   std::optional<ZeroJudgement> zero;         // when judged: several ranks or a ZeRO stage
   std::vector<MemorySample> memory_samples;  // every probe sample, for curves in reports
   std::vector<CudaSnapshot> cuda_snapshots;  // written next to the results when a leak is found
-  // For a multi-rank run launched from here: the results file rank 0 wrote, reported verbatim.
-  nlohmann::json rank_zero_results;
   std::string torch_version;      // of the LibTorch that ran it
   std::string deepspeed_version;  // the DeepSpeed release whose semantics judged it
   double seconds = 0.0;           // everything, loading included

@@ -28,6 +28,26 @@ std::optional<Outcome> outcome_from_name(const std::string& name) {
   return std::nullopt;
 }
 
+const char* error_source_name(ErrorSource source) {
+  switch (source) {
+    case ErrorSource::none:
+      return "none";
+    case ErrorSource::scenario:
+      return "scenario";
+    case ErrorSource::infrastructure:
+      return "infrastructure";
+  }
+  return "?";
+}
+
+std::optional<ErrorSource> error_source_from_name(const std::string& name) {
+  for (ErrorSource source :
+       {ErrorSource::none, ErrorSource::scenario, ErrorSource::infrastructure}) {
+    if (name == error_source_name(source)) return source;
+  }
+  return std::nullopt;
+}
+
 int exit_code_of(const Verdict& verdict) {
   switch (verdict.outcome) {
     case Outcome::passed:

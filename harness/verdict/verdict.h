@@ -27,6 +27,8 @@ struct Verdict {
 
 const char* outcome_name(Outcome outcome);  // "passed", "not-reproduced", …
 std::optional<Outcome> outcome_from_name(const std::string& name);
+const char* error_source_name(ErrorSource source);  // "none", "scenario", "infrastructure"
+std::optional<ErrorSource> error_source_from_name(const std::string& name);
 
 // The documented exit codes: 0 every expectation met, 1 an expectation not met,
 // 2 bad scenario or usage, 3 infrastructure failure.

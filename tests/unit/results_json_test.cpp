@@ -1,0 +1,114 @@
+// A results file reads back into the ScenarioResult that wrote it: the parent of a multi-rank run
+// reports rank 0's result through the same type as a one-rank run. The round trip is checked on
+// results of real runs (a diagnosed accumulation failure, a memory leak, a diverged run, a ZeRO
+// judgement, a refused config, a file that did not load), and bad files are refused by pointer.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "harness/pipeline/run_scenario.h"
+#include "harness/report/results_json.h"
+
+namespace trainrepro {
+namespace {
+
+namespace fs = std::filesystem;
+
+ScenarioResult run_shipped(const std::string& relative) {
+  const fs::path root(TRAINREPRO_SOURCE_DIR);
+  RunOptions options;
+  options.golden_dir = (root / "golden").string();
+  LoadAttempt attempt = try_load_scenario((root / "scenarios" / relative).string());
+  if (!attempt.scenario) return attempt.failure;
+  return run_loaded_scenario(*attempt.scenario, options);
+}
+
+class ResultsRoundTrip : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ResultsRoundTrip, ReadsBackWhatItWrote) {
+  const ScenarioResult result = run_shipped(GetParam());
+  const nlohmann::json written = result_to_json(result);
+  // Through text, as it travels from rank 0 to the parent.
+  const ScenarioResult read =
+      result_from_json(nlohmann::json::parse(written.dump()), "results.json");
+  // Compared as text: NaN is written as null, and NaN != NaN in memory.
+  const nlohmann::json rewritten = nlohmann::json::parse(result_to_json(read).dump());
+  const nlohmann::json original = nlohmann::json::parse(written.dump());
+  EXPECT_TRUE(rewritten == original) << nlohmann::json::diff(original, rewritten).dump(1);
+  EXPECT_EQ(read.verdict.outcome, result.verdict.outcome);
+  EXPECT_EQ(exit_code_of(read.verdict), exit_code_of(result.verdict));
+  EXPECT_EQ(read.zero.has_value(), result.zero.has_value());
+  EXPECT_EQ(read.memory_samples.size(), result.memory_samples.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ShippedScenarios, ResultsRoundTrip,
+    ::testing::Values("accumulation/gas-missing.json", "memory/mlp-keep-loss-with-graph.json",
+                      "varieties/adam-betas-out-of-range-diverges.json",
+                      "zero/matrix-stage0-ws1-gas4-adamw.json",
+                      "accumulation/batch-mismatch-tb-mb-gas.json", "no/such/scenario.json"));
+
+TEST(ResultsRoundTrip, NanAndInfinityReadBackAsNan) {
+  ScenarioResult result = run_shipped("accumulation/gas-missing.json");
+  ASSERT_TRUE(result.training.has_value());
+  result.training->micro_step_losses[0] = std::numeric_limits<double>::infinity();
+  result.training->steps[0].loss = std::nan("");
+  const ScenarioResult read =
+      result_from_json(nlohmann::json::parse(result_to_json(result).dump()), "results.json");
+  EXPECT_TRUE(std::isnan(read.training->micro_step_losses[0]));
+  EXPECT_TRUE(std::isnan(read.training->steps[0].loss));
+}
+
+std::string refusal_of(const nlohmann::json& json) {
+  try {
+    result_from_json(json, "results/x.json");
+  } catch (const ResultsFormatError& error) {
+    return error.what();
+  }
+  return "(accepted)";
+}
+
+TEST(ResultsRoundTrip, RefusesBadFilesWithFileAndPointer) {
+  const nlohmann::json good = result_to_json(run_shipped("accumulation/gas-missing.json"));
+
+  nlohmann::json wrong_type = good;
+  wrong_type["training"]["steps"][1]["loss"] = "0.5";
+  EXPECT_EQ(refusal_of(wrong_type),
+            "results/x.json:/training/steps/1/loss: expected a number, found the string \"0.5\"");
+
+  nlohmann::json missing = good;
+  missing["plan"].erase("zero_stage");
+  EXPECT_EQ(refusal_of(missing).rfind("results/x.json:/plan/zero_stage: missing", 0), 0u)
+      << refusal_of(missing);
+
+  nlohmann::json bad_element = good;
+  bad_element["training"]["micro_step_losses"][2] = true;
+  EXPECT_EQ(refusal_of(bad_element),
+            "results/x.json:/training/micro_step_losses/2: expected a number, found true");
+
+  nlohmann::json old_format = good;
+  old_format["format_version"] = 1;
+  EXPECT_NE(refusal_of(old_format).find("results/x.json:/format_version: expected 2"),
+            std::string::npos)
+      << refusal_of(old_format);
+
+  nlohmann::json unknown_outcome = good;
+  unknown_outcome["outcome"] = "passd";
+  EXPECT_EQ(refusal_of(unknown_outcome),
+            "results/x.json:/outcome: expected one of \"passed\", \"failed\", \"reproduced\", "
+            "\"not-reproduced\", \"error\", \"skipped\", found the string \"passd\"");
+
+  nlohmann::json inconsistent = good;
+  ASSERT_EQ(good["exit_code"], 0);  // a reproduction that reproduced
+  inconsistent["exit_code"] = 1;
+  EXPECT_NE(refusal_of(inconsistent).find("results/x.json:/exit_code: expected 0"),
+            std::string::npos)
+      << refusal_of(inconsistent);
+
+  EXPECT_EQ(refusal_of(nlohmann::json::array()),
+            "results/x.json: expected an object, found an array of 0 values");
+}
+
+}  // namespace
+}  // namespace trainrepro
