@@ -12,6 +12,7 @@ const EnumSpellings<ConfigErrorKind>& config_error_spellings() {
       {ConfigErrorKind::batch_size_mismatch, "batch_size_mismatch"},
       {ConfigErrorKind::fp16_and_bf16_both_enabled, "fp16_and_bf16_both_enabled"},
       {ConfigErrorKind::zero_stage_unsupported, "zero_stage_unsupported"},
+      {ConfigErrorKind::unknown_section_key, "unknown_section_key"},
       {ConfigErrorKind::removed_key, "removed_key"},
       {ConfigErrorKind::optimizer_not_supported, "optimizer_not_supported"},
       {ConfigErrorKind::untested_zero_optimizer, "untested_zero_optimizer"},

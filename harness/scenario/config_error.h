@@ -16,6 +16,7 @@ enum class ConfigErrorKind {
   batch_size_mismatch,                       // TB != MB * GAS * world size
   fp16_and_bf16_both_enabled,
   zero_stage_unsupported,       // stage outside 0-3 (DeepSpeedZeroConfig's schema)
+  unknown_section_key,          // a key a pydantic-validated section does not know (a typo)
   removed_key,                  // a key of a feature the release removed (0.19.8)
   optimizer_not_supported,      // a name that is neither DeepSpeed's nor a torch.optim class
   untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested

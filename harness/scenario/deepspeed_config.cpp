@@ -171,10 +171,90 @@ std::optional<ConfigError> find_removed_key(const nlohmann::json& config,
   return std::nullopt;
 }
 
+// How pydantic shows a value in its error: input_value=…, input_type=….
+std::string pydantic_input(const nlohmann::json& value) {
+  switch (value.type()) {
+    case nlohmann::json::value_t::null:
+      return "input_value=None, input_type=NoneType";
+    case nlohmann::json::value_t::boolean:
+      return std::string("input_value=") + (value.get<bool>() ? "True" : "False") +
+             ", input_type=bool";
+    case nlohmann::json::value_t::string:
+      return "input_value='" + value.get<std::string>() + "', input_type=str";
+    case nlohmann::json::value_t::number_float:
+      return "input_value=" + value.dump() + ", input_type=float";
+    case nlohmann::json::value_t::array:
+      return "input_value=" + value.dump() + ", input_type=list";
+    case nlohmann::json::value_t::object:
+      return "input_value=" + value.dump() + ", input_type=dict";
+    default:
+      return "input_value=" + value.dump() + ", input_type=int";
+  }
+}
+
+const ValidatedSection* validated_section(const DeepSpeedRelease& release,
+                                          const std::string& schema_pointer) {
+  for (const ValidatedSection& section : release.validated_sections) {
+    if (section.pointer == schema_pointer) return &section;
+  }
+  return nullptr;
+}
+
+// The keys of `value` (the section at `schema_pointer` inside the DeepSpeed config) that its
+// release's pydantic model does not know; none where the release does not validate it.
+std::vector<std::string> keys_outside_schema(const DeepSpeedRelease& release,
+                                             const std::string& schema_pointer,
+                                             const nlohmann::json& value) {
+  std::vector<std::string> outside;
+  const ValidatedSection* schema = validated_section(release, schema_pointer);
+  if (schema == nullptr || !value.is_object()) return outside;
+  for (const auto& item : value.items()) {
+    if (!contains(schema->keys, item.key())) outside.push_back(item.key());
+  }
+  return outside;
+}
+
+// DeepSpeedConfig validates its pydantic sections while reading params, after the removed keys
+// and before the batch arithmetic; the first refusal is the one the user sees.
+void refuse_keys_outside_schema(const ObjectReader& section, const DeepSpeedRelease& release,
+                                const std::string& schema_pointer, const nlohmann::json& value,
+                                DeepSpeedConfig& result) {
+  if (result.refused_while_reading) return;
+  const std::vector<std::string> outside = keys_outside_schema(release, schema_pointer, value);
+  if (outside.empty()) return;
+  const ValidatedSection& schema = *validated_section(release, schema_pointer);
+  const std::string& key = outside.front();
+  // pydantic names a key by its dotted path inside the model's own section.
+  const size_t nested = schema_pointer.find('/', 1);
+  const std::string dotted =
+      nested == std::string::npos ? key : schema_pointer.substr(nested + 1) + "." + key;
+  std::string message = std::to_string(outside.size()) + " validation error" +
+                        (outside.size() == 1 ? "" : "s") + " for " + schema.model + ": " +
+                        dotted + ": Extra inputs are not permitted [type=extra_forbidden, " +
+                        pydantic_input(value.at(key)) + "] (at " + section.file() + ":" +
+                        section.pointer_to(key) + "; DeepSpeed " + release.version +
+                        " refuses any key its schema does not know";
+  const std::string closest = closest_spelling(key, schema.keys);
+  message += closest.empty() ? ")" : ": did you mean \"" + closest + "\"?)";
+  result.refused_while_reading = ConfigError{ConfigErrorKind::unknown_section_key, message};
+}
+
+// A section DeepSpeed validates (`section` reads `value`): keys outside its schema are refused,
+// the others the reference engine does not read are warned about as ignored.
+void check_validated_section(const ObjectReader& section, const DeepSpeedRelease& release,
+                             const std::string& schema_pointer, const nlohmann::json& value,
+                             const std::string& why_ignored, DeepSpeedConfig& result) {
+  refuse_keys_outside_schema(section, release, schema_pointer, value, result);
+  const std::vector<std::string> outside = keys_outside_schema(release, schema_pointer, value);
+  warn_about_unread_keys(section, why_ignored, result.warnings,
+                         std::set<std::string>(outside.begin(), outside.end()));
+}
+
 // "zero_optimization": {"stage": N, …}, or the legacy boolean DeepSpeed still reads as stage 1
 // (runtime/zero/config.py read_zero_config_deprecated). A stage outside 0-3 fails the pydantic
 // schema of DeepSpeedZeroConfig, before any batch arithmetic.
-void read_zero_optimization(ObjectReader& section, DeepSpeedConfig& result) {
+void read_zero_optimization(ObjectReader& section, const DeepSpeedRelease& release,
+                            DeepSpeedConfig& result) {
   section.note_known("zero_optimization");
   if (!section.has("zero_optimization")) return;
   const nlohmann::json& value = section.required_value("zero_optimization");
@@ -207,8 +287,14 @@ void read_zero_optimization(ObjectReader& section, DeepSpeedConfig& result) {
       result.zero_stage = written;
     }
   }
-  warn_about_unread_keys(zero, "ZeRO option not implemented by the reference engine; ignored",
-                         result.warnings);
+  check_validated_section(zero, release, "/zero_optimization", value,
+                          "ZeRO option not implemented by the reference engine; ignored", result);
+  for (const std::string offload : {"offload_param", "offload_optimizer"}) {
+    if (!zero.has(offload) || !zero.required_value(offload).is_object()) continue;
+    refuse_keys_outside_schema(zero.optional_object(offload), release,
+                               "/zero_optimization/" + offload, zero.required_value(offload),
+                               result);
+  }
 }
 
 // Top-level keys DeepSpeed reads (runtime/config.py and its sections, 0.16.9 to 0.19.8) that the
@@ -322,20 +408,22 @@ DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::s
     result.managed_gradient_accumulation =
         section.optional_bool("managed_gradient_accumulation", true);
   }
-  read_zero_optimization(section, result);
+  read_zero_optimization(section, release, result);
 
   ObjectReader fp16 = section.optional_object("fp16");
   result.fp16_enabled = read_enabled_flag(fp16, "enabled");
-  warn_about_unread_keys(fp16, "fp16 option not implemented by the reference engine; ignored",
-                         result.warnings);
+  check_validated_section(fp16, release, "/fp16",
+                          section.has("fp16") ? section.required_value("fp16") : nlohmann::json(),
+                          "fp16 option not implemented by the reference engine; ignored", result);
 
   // DeepSpeed still accepts the old spelling "bfloat16" for "bf16".
   const std::string bf16_key =
       section.has("bfloat16") && !section.has("bf16") ? "bfloat16" : "bf16";
   ObjectReader bf16 = section.optional_object(bf16_key);
   result.bf16_enabled = read_enabled_flag(bf16, "enabled");
-  warn_about_unread_keys(bf16, "bf16 option not implemented by the reference engine; ignored",
-                         result.warnings);
+  check_validated_section(bf16, release, "/bf16",
+                          section.has(bf16_key) ? section.required_value(bf16_key) : nlohmann::json(),
+                          "bf16 option not implemented by the reference engine; ignored", result);
 
   warn_about_top_level_keys(section, release, result.warnings);
   return result;

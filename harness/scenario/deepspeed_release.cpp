@@ -70,6 +70,93 @@ std::vector<RemovedKey> removed_in_0_19_8() {
   };
 }
 
+// The field names and aliases of the pydantic models, listed from each release's own classes
+// (model_fields) with the release installed: runtime/zero/config.py DeepSpeedZeroConfig,
+// runtime/zero/offload_config.py, runtime/precision_config.py (0.19).
+std::vector<std::string> zero_keys_common() {
+  return {"allgather_bucket_size",
+          "allgather_partitions",
+          "contiguous_gradients",
+          "cpu_offload",
+          "cpu_offload_param",
+          "cpu_offload_use_pin_memory",
+          "elastic_checkpoint",
+          "gather_16bit_weights_on_model_save",
+          "ignore_unused_parameters",
+          "legacy_stage1",
+          "load_from_fp32_weights",
+          "log_trace_cache_warnings",
+          "max_live_parameters",
+          "max_reuse_distance",
+          "memory_efficient_linear",
+          "model_persistence_threshold",
+          "module_granularity_threshold",
+          "offload_optimizer",
+          "offload_param",
+          "overlap_comm",
+          "override_module_apply",
+          "param_persistence_threshold",
+          "pipeline_loading_checkpoint",
+          "prefetch_bucket_size",
+          "reduce_bucket_size",
+          "reduce_scatter",
+          "round_robin_gradients",
+          "stage",
+          "stage3_gather_16bit_weights_on_model_save",
+          "stage3_gather_fp16_weights_on_model_save",
+          "stage3_max_live_parameters",
+          "stage3_max_reuse_distance",
+          "stage3_model_persistence_threshold",
+          "stage3_module_granularity_threshold",
+          "stage3_param_persistence_threshold",
+          "stage3_prefetch_bucket_size",
+          "stage3_use_all_reduce_for_fetch_params",
+          "sub_group_size",
+          "use_all_reduce_for_fetch_params",
+          "use_multi_rank_bucket_allreduce",
+          "zero_hpz_partition_size",
+          "zero_quantized_gradients",
+          "zero_quantized_nontrainable_weights",
+          "zero_quantized_weights"};
+}
+
+std::vector<std::string> with(std::vector<std::string> keys, std::vector<std::string> more) {
+  keys.insert(keys.end(), more.begin(), more.end());
+  return keys;
+}
+
+const std::vector<std::string> kOffloadParamKeys = {"buffer_count", "buffer_size", "device",
+                                                    "max_in_cpu",   "nvme_path",   "pin_memory"};
+const std::vector<std::string> kOffloadOptimizerKeys = {
+    "buffer_count", "device", "fast_init", "nvme_path", "pin_memory",
+    "pipeline_read", "pipeline_write", "ratio"};
+
+std::vector<ValidatedSection> validated_in_0_16_9() {
+  return {{"/zero_optimization", "DeepSpeedZeroConfig",
+           with(zero_keys_common(),
+                {"mics_hierarchical_params_gather", "mics_shard_size", "zeropp_loco_param"})},
+          {"/zero_optimization/offload_param", "DeepSpeedZeroConfig", kOffloadParamKeys},
+          {"/zero_optimization/offload_optimizer", "DeepSpeedZeroConfig", kOffloadOptimizerKeys}};
+}
+
+std::vector<ValidatedSection> validated_in_0_19_8() {
+  return {{"/zero_optimization", "DeepSpeedZeroConfig",
+           with(zero_keys_common(),
+                {"allgather_sequential", "compute_grad_norm", "enable_sanity_checks",
+                 "leaf_module", "parameter_alignment", "save_muon_momentum_buffer_in_memory",
+                 "stage3_allgather_sequential", "zenflow"})},
+          {"/zero_optimization/offload_param", "DeepSpeedZeroConfig", kOffloadParamKeys},
+          {"/zero_optimization/offload_optimizer", "DeepSpeedZeroConfig",
+           with(kOffloadOptimizerKeys, {"cpuadam_cores_perc", "super_offload"})},
+          {"/fp16", "DeepSpeedFP16Config",
+           {"auto_cast", "consecutive_hysteresis", "enabled", "fp16_master_weights_and_grads",
+            "hysteresis", "initial_scale_power", "loss_scale", "loss_scale_window",
+            "min_loss_scale"}},
+          {"/bf16", "DeepSpeedBF16Config",
+           {"bf16_master_weights_and_grads", "bf16_optimizer_states", "check_grad_overflow",
+            "enabled", "immediate_grad_update"}}};
+}
+
 std::vector<DeepSpeedRelease> make_releases() {
   DeepSpeedRelease v0_16;
   v0_16.version = "0.16.9";
@@ -80,6 +167,7 @@ std::vector<DeepSpeedRelease> make_releases() {
                                      "adagrad",    "adam",       "adamw",       "lamb",
                                      "onebitadam", "onebitlamb", "zerooneadam", "muadam",
                                      "muadamw",    "musgd",      "lion"};
+  v0_16.validated_sections = validated_in_0_16_9();
 
   DeepSpeedRelease v0_19;
   v0_19.version = "0.19.8";
@@ -90,6 +178,7 @@ std::vector<DeepSpeedRelease> make_releases() {
   v0_19.deepspeed_optimizer_names = {
       // runtime/config.py:52-66
       "adagrad", "adam", "adamw", "lamb", "muadam", "muadamw", "musgd", "lion", "muon"};
+  v0_19.validated_sections = validated_in_0_19_8();
   return {v0_16, v0_19};
 }
 

@@ -16,6 +16,15 @@ struct RemovedKey {
   std::string message;  // DeepSpeed's DeepSpeedConfigError text
 };
 
+// A config section DeepSpeed validates with a pydantic model that forbids other keys
+// (runtime/config_utils.py DeepSpeedConfigModel: extra="forbid"): any other key is refused with
+// pydantic's ValidationError when DeepSpeedConfig reads the section.
+struct ValidatedSection {
+  std::string pointer;  // "/zero_optimization", "/zero_optimization/offload_param", "/fp16"
+  std::string model;    // "DeepSpeedZeroConfig", as pydantic names it in the error
+  std::vector<std::string> keys;  // field names and their aliases (populate_by_name=True)
+};
+
 struct DeepSpeedRelease {
   std::string version;  // "0.19.8"
   // runtime/constants.py GRADIENT_CLIPPING_DEFAULT: 0.0 up to 0.19.2, 1.0 from 0.19.3.
@@ -32,6 +41,9 @@ struct DeepSpeedRelease {
   // runtime/engine.py DEEPSPEED_OPTIMIZERS via runtime/config.py: the names DeepSpeed matches
   // case-insensitively; any other name is looked up in torch.optim exactly as written.
   std::vector<std::string> deepspeed_optimizer_names;
+  // In the order DeepSpeedConfig reads them (runtime/config.py _initialize_params): ZeRO, then
+  // fp16 and bf16 (pydantic models from 0.19; 0.16 reads them with dict.get, ignoring others).
+  std::vector<ValidatedSection> validated_sections;
 };
 
 // Oldest first; the last is the default.

@@ -57,6 +57,20 @@ std::string describe_json_value(const nlohmann::json& value) {
   }
 }
 
+std::string closest_spelling(const std::string& written,
+                             const std::vector<std::string>& candidates) {
+  std::string closest;
+  size_t closest_distance = 4;  // further than this is a different word, not a typo
+  for (const std::string& candidate : candidates) {
+    const size_t distance = edit_distance(written, candidate);
+    if (distance < closest_distance) {
+      closest_distance = distance;
+      closest = candidate;
+    }
+  }
+  return closest;
+}
+
 std::string escape_pointer_token(const std::string& key) {
   std::string escaped;
   for (char c : key) {
@@ -212,16 +226,10 @@ std::vector<std::string> ObjectReader::unknown_keys() const {
 void ObjectReader::reject_unknown_keys() const {
   for (const auto& item : object_->items()) {
     if (read_keys_.count(item.key()) != 0) continue;
-    std::string known, closest;
-    size_t closest_distance = 4;  // further than this is a different word, not a typo
-    for (const std::string& key : read_keys_) {
-      known += (known.empty() ? "\"" : ", \"") + key + "\"";
-      const size_t distance = edit_distance(item.key(), key);
-      if (distance < closest_distance) {
-        closest_distance = distance;
-        closest = key;
-      }
-    }
+    std::string known;
+    for (const std::string& key : read_keys_) known += (known.empty() ? "\"" : ", \"") + key + "\"";
+    const std::string closest =
+        closest_spelling(item.key(), std::vector<std::string>(read_keys_.begin(), read_keys_.end()));
     std::string message = "unknown key \"" + item.key() + "\"";
     if (!closest.empty()) message += " (did you mean \"" + closest + "\"?)";
     message += known.empty() ? "; this object takes no keys" : "; known keys here: " + known;

@@ -21,6 +21,9 @@ using EnumSpellings = std::vector<std::pair<Enum, const char*>>;
 // "a string \"auto\"", "the number 32.5", "an array of 3 values": for "found …" in messages.
 std::string describe_json_value(const nlohmann::json& value);
 
+// The candidate `written` is most likely a typo of (at most 3 edits away), or "" when none is.
+std::string closest_spelling(const std::string& written, const std::vector<std::string>& candidates);
+
 // RFC 6901: "~" → "~0", "/" → "~1".
 std::string escape_pointer_token(const std::string& key);
 

@@ -121,6 +121,40 @@ SCENARIOS = [
              "applies when the config gives none; the golden uses it too.",
              ["regression-test", "deepspeed-version"], PASS,
              deepspeed={"optimizer": {"type": "Adam", "params": {"lr": 0.01, "torch_adam": True}}}),
+    scenario("zero-key-typo-refused",
+             "\"overlap_com\" for overlap_comm: DeepSpeedZeroConfig forbids keys it does not know "
+             "(pydantic extra=\"forbid\"), so DeepSpeed refuses the config in every release.",
+             ["reproduction", "deepspeed-version"], config_error("unknown_section_key"),
+             deepspeed={"zero_optimization": {"stage": 1, "overlap_com": True}}),
+    scenario("zero-key-typo-refused-0.16",
+             "The same typo under DeepSpeed 0.16.9: its ZeRO schema forbids unknown keys too.",
+             ["reproduction", "deepspeed-version"], config_error("unknown_section_key"),
+             version="0.16.9",
+             deepspeed={"zero_optimization": {"stage": 1, "overlap_com": True}}),
+    scenario("offload-key-typo-refused",
+             "A typo inside zero_optimization.offload_optimizer (\"pin_mem\"): refused by the "
+             "nested schema as offload_optimizer.pin_mem.",
+             ["reproduction", "deepspeed-version"], config_error("unknown_section_key"),
+             deepspeed={"zero_optimization": {"stage": 1, "offload_optimizer":
+                                              {"device": "none", "pin_mem": True}}}),
+    scenario("zero-known-keys-accepted",
+             "Every-day ZeRO keys, stage3_ aliases included, are accepted (and ignored by the "
+             "reference engine with a warning): the run matches.",
+             ["regression-test", "deepspeed-version"], PASS,
+             deepspeed={"zero_optimization": {"stage": 1, "overlap_comm": True,
+                                              "contiguous_gradients": True,
+                                              "reduce_bucket_size": 500000000,
+                                              "stage3_prefetch_bucket_size": 1000}}),
+    scenario("fp16-key-typo-refused-0.19",
+             "\"loss_scale_windw\" in fp16 (disabled): DeepSpeed 0.19.8 validates fp16 with a "
+             "pydantic model and refuses the unknown key.",
+             ["reproduction", "deepspeed-version"], config_error("unknown_section_key"),
+             deepspeed={"fp16": {"enabled": False, "loss_scale_windw": 100}}),
+    scenario("fp16-key-typo-ignored-by-0.16",
+             "The same fp16 block under DeepSpeed 0.16.9, which reads fp16 with dict lookups and "
+             "ignores the unknown key: it trains in float32 and matches.",
+             ["regression-test", "deepspeed-version"], PASS, version="0.16.9",
+             deepspeed={"fp16": {"enabled": False, "loss_scale_windw": 100}}),
 ]
 
 

@@ -300,6 +300,14 @@ def self_check(key, names, tensors):
     return source, model
 
 
+def pydantic_one_line(message):
+    """pydantic's multi-line ValidationError as trainrepro writes it on one line:
+    "1 validation error for M: loc: text [type=…]" (the "For further information" line dropped)."""
+    lines = [line.strip() for line in message.splitlines()
+             if line.strip() and not line.strip().startswith("For further information")]
+    return ": ".join(lines)
+
+
 def judge_config_error(scenario, results, rank0):
     expected = scenario["expect"].get("error")
     # DeepSpeed refuses in deepspeed.initialize, or (a refused habit) in the loop's first step.
@@ -312,6 +320,8 @@ def judge_config_error(scenario, results, rank0):
                           f"{engine.get('gradient_accumulation_steps')}); trainrepro expects "
                           f"{expected}")
     message = refusal["message"].strip()
+    if refusal["type"] == "ValidationError":
+        message = pydantic_one_line(message)
     said = message if refusal["type"] == "AssertionError" else f"{refusal['type']}: {message}"
     where = "in deepspeed.initialize" if rank0.get("initialize_error") else "in the loop"
     trainrepro_text = " ".join(str(results.get(k) or "") for k in ("found", "diagnosis"))

@@ -91,6 +91,60 @@ TEST(DeepSpeedRelease, ZeroStageFourFailsTheSchemaBeforeAnyBatchCheck) {
             std::string::npos);
 }
 
+TEST(DeepSpeedRelease, UnknownZeroKeysAreRefusedByTheSchemaInEveryRelease) {
+  nlohmann::json config = batch_config();
+  config["train_batch_size"] = 33;  // a batch mismatch DeepSpeed never reaches
+  config["zero_optimization"] = {{"stage", 2}, {"overlap_com", true}};
+  for (const char* version : {"0.16.9", "0.19.8"}) {
+    const BatchResolution resolution = resolve_deepspeed_config(read(config, version), 1);
+    ASSERT_TRUE(std::holds_alternative<ConfigError>(resolution)) << version;
+    EXPECT_EQ(std::get<ConfigError>(resolution).kind, ConfigErrorKind::unknown_section_key);
+    EXPECT_EQ(refusal(resolution),
+              "1 validation error for DeepSpeedZeroConfig: overlap_com: Extra inputs are not "
+              "permitted [type=extra_forbidden, input_value=True, input_type=bool] (at "
+              "ds.json:/zero_optimization/overlap_com; DeepSpeed " +
+                  std::string(version) +
+                  " refuses any key its schema does not know: did you mean \"overlap_comm\"?)");
+  }
+  // Known keys, aliases included, pass; the typo is not also warned about as "ignored".
+  config["zero_optimization"] = {{"stage", 3},
+                                 {"overlap_comm", true},
+                                 {"stage3_prefetch_bucket_size", 1000},
+                                 {"offload_optimizer", {{"device", "none"}, {"pin_mem", true}}}};
+  const DeepSpeedConfig nested = read(config);
+  EXPECT_NE(refusal(resolve_deepspeed_config(nested, 1))
+                .find("for DeepSpeedZeroConfig: offload_optimizer.pin_mem: Extra inputs"),
+            std::string::npos)
+      << refusal(resolve_deepspeed_config(nested, 1));
+  config["zero_optimization"]["offload_optimizer"].erase("pin_mem");
+  config["train_batch_size"] = 32;
+  const DeepSpeedConfig valid = read(config);
+  EXPECT_TRUE(std::holds_alternative<ResolvedBatch>(resolve_deepspeed_config(valid, 1)));
+  EXPECT_EQ(valid.warnings.size(), 3u);  // overlap_comm, the alias and offload_optimizer
+}
+
+TEST(DeepSpeedRelease, UnknownPrecisionKeysAreRefusedBy0198AndIgnoredBy0169) {
+  nlohmann::json config = batch_config();
+  config["fp16"] = {{"enabled", false}, {"loss_scale_windw", 100}};
+  const BatchResolution newest = resolve_deepspeed_config(read(config, "0.19.8"), 1);
+  EXPECT_NE(refusal(newest).find("1 validation error for DeepSpeedFP16Config: loss_scale_windw: "
+                                 "Extra inputs are not permitted [type=extra_forbidden, "
+                                 "input_value=100, input_type=int]"),
+            std::string::npos)
+      << refusal(newest);
+  const DeepSpeedConfig older = read(config, "0.16.9");
+  EXPECT_TRUE(std::holds_alternative<ResolvedBatch>(resolve_deepspeed_config(older, 1)));
+  ASSERT_EQ(older.warnings.size(), 1u);
+  config.erase("fp16");
+  config["bfloat16"] = {{"enabled", false}, {"immediate_grad_updates", true}};  // the old name
+  EXPECT_NE(refusal(resolve_deepspeed_config(read(config, "0.19.8"), 1))
+                .find("for DeepSpeedBF16Config: immediate_grad_updates: Extra inputs are not "
+                      "permitted [type=extra_forbidden, input_value=True, input_type=bool] (at "
+                      "ds.json:/bfloat16/immediate_grad_updates; DeepSpeed 0.19.8 refuses any key "
+                      "its schema does not know: did you mean \"immediate_grad_update\"?)"),
+            std::string::npos);
+}
+
 TEST(DeepSpeedRelease, RemovedKeysAreRefusedBy0198AndWarnedAboutBy0169) {
   nlohmann::json config = batch_config();
   config["sparse_gradients"] = true;
