@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/scenario/json_fields.h"
+#include "harness/json/json_fields.h"
 
 namespace trainrepro {
 

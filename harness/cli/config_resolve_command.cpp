@@ -6,7 +6,7 @@
 #include "harness/cli/commands.h"
 #include "harness/scenario/json_document.h"
 #include "harness/scenario/plan.h"
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/scenario_error.h"
 #include "harness/verdict/verdict.h"
 
 namespace trainrepro {

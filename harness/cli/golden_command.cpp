@@ -20,7 +20,7 @@ bool load_scenarios_needing_goldens(const std::vector<std::string>& paths,
                                     std::vector<Scenario>& scenarios) {
   const DiscoveredScenarios discovered = discover_scenarios(paths);
   bool all_loaded = discovered.errors.empty();
-  for (const std::string& error : discovered.errors) std::cerr << error << "\n";
+  for (const DiscoveryError& error : discovered.errors) std::cerr << error.message << "\n";
   for (const std::string& file : discovered.files) {
     LoadAttempt attempt = try_load_scenario(file);
     if (!attempt.scenario) {

@@ -5,6 +5,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/thread_budget.h"
+#include "harness/scenario/batch_config.h"
 #include "harness/verdict/verdict.h"
 
 namespace {
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
       "error message and exit 2");
   resolve->add_option("DS_CONFIG", resolve_args.config_file, "the ds_config.json")->required();
   resolve->add_option("--world-size", resolve_args.world_size, "data-parallel ranks (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, kLargestWorldSize));
   resolve->add_option("--deepspeed-version", resolve_args.deepspeed_version,
                       "the DeepSpeed release whose rules apply (default the newest known)");
   resolve->footer(kExitCodes);

@@ -33,6 +33,12 @@ int run_rank(const RankRunArgs& args) {
   }
   if (rank != 0) return kExitOk;
   try {
+    // The CUDA snapshots are binary: beside the result, where the launching process reads them.
+    for (const CudaSnapshot& snapshot : result.cuda_snapshots) {
+      write_file_atomically(args.result_file + ".snapshot-" +
+                                std::to_string(snapshot.optimizer_step),
+                            snapshot.pickle);
+    }
     write_file_atomically(args.result_file, result_to_json(result).dump(2) + "\n");
   } catch (const std::exception& error) {
     std::cerr << "rank 0: cannot write the result: " << error.what() << "\n";

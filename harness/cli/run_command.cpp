@@ -39,8 +39,7 @@ int run_scenarios(const RunArgs& args) {
   }
 
   const DiscoveredScenarios discovered = discover_scenarios(args.paths);
-  for (const std::string& error : discovered.errors) std::cerr << error << "\n";
-  if (!discovered.errors.empty()) return kExitBadInput;
+  for (const std::string& note : discovered.notes) std::cerr << note << "\n";
 
   // Started by mpirun or srun (`mpirun -np 2 trainrepro run …`): every rank runs the scenarios
   // of that world size together (the others are skipped), and only rank 0 reports.
@@ -61,6 +60,16 @@ int run_scenarios(const RunArgs& args) {
   options.launcher_world_size = launcher_world_size();
 
   std::vector<ScenarioResult> results;
+  // A path that could not be read is that entry's error; the others run.
+  for (const DiscoveryError& error : discovered.errors) {
+    ScenarioResult result;
+    result.file = error.path;
+    result.verdict.outcome = Outcome::error;
+    result.verdict.error_source = ErrorSource::scenario;
+    result.verdict.found = error.message;
+    for (auto& reporter : reporters) reporter->report_scenario(result);
+    results.push_back(std::move(result));
+  }
   std::map<std::string, std::string> file_of_name;  // names must be unique: they name files
   for (const std::string& file : discovered.files) {
     LoadAttempt attempt = try_load_scenario(file);

@@ -1,14 +1,23 @@
 // Turns the paths given to `trainrepro run` (files or folders) into the list of scenario files:
-// folders are searched recursively for *.json, in sorted order so runs are reproducible.
+// folders are searched recursively for *.json, in sorted order so runs are reproducible. A file
+// reached twice (given twice, or through a link) runs once. A bad entry (a missing path, a
+// symlink loop, a dangling link, an unreadable folder) is that entry's error alone: the others
+// still run.
 #pragma once
 #include <string>
 #include <vector>
 
 namespace trainrepro {
 
+struct DiscoveryError {
+  std::string path;
+  std::string message;  // "PATH: …", ready to print
+};
+
 struct DiscoveredScenarios {
   std::vector<std::string> files;
-  std::vector<std::string> errors;  // "PATH: does not exist", one per bad path
+  std::vector<DiscoveryError> errors;
+  std::vector<std::string> notes;  // "PATH: given twice (as OTHER); it runs once"
 };
 
 DiscoveredScenarios discover_scenarios(const std::vector<std::string>& paths);

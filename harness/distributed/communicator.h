@@ -25,7 +25,9 @@ class Communicator {
   virtual void broadcast(at::Tensor& tensor, int root) = 0;
   virtual void barrier() = 0;
 
-  int64_t bytes_sent() const { return bytes_sent_; }
+  // Bytes this rank handed to collectives, counted by the ring model ((N-1)/N of each buffer per
+  // pass): what DeepSpeed's collectives would move, not a measurement of the wire.
+  int64_t ring_bytes() const { return ring_bytes_; }
   // Wall seconds this rank spent blocked in collectives (Open MPI; NCCL only enqueues work on a
   // stream, so its calls are not timed).
   double collective_seconds() const { return collective_seconds_; }
@@ -35,13 +37,13 @@ class Communicator {
   // (N-1)/N, a broadcast root the buffer once.
   void count_ring(int64_t buffer_bytes, int64_t passes) {
     const int64_t n = world_size();
-    if (n > 1) bytes_sent_ += passes * buffer_bytes * (n - 1) / n;
+    if (n > 1) ring_bytes_ += passes * buffer_bytes * (n - 1) / n;
   }
-  void count_bytes(int64_t bytes) { bytes_sent_ += bytes; }
+  void count_bytes(int64_t bytes) { ring_bytes_ += bytes; }
   void add_collective_seconds(double seconds) { collective_seconds_ += seconds; }
 
  private:
-  int64_t bytes_sent_ = 0;
+  int64_t ring_bytes_ = 0;
   double collective_seconds_ = 0.0;
 };
 

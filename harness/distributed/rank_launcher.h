@@ -10,11 +10,17 @@ namespace trainrepro {
 struct RankLaunch {
   int exit_code = 0;       // mpirun's
   bool timed_out = false;  // killed after timeout_seconds
-  std::string output;      // what mpirun and the ranks printed (the tail, for messages)
+  // SIGTERM, SIGINT or SIGHUP reached this process while the ranks ran: they were killed at
+  // once (the whole group), and the caller should clean up, then end_by_signal(it).
+  int stopped_by_signal = 0;
+  std::string output;  // what mpirun and the ranks printed (the tail, for messages)
 };
 
 // Runs `mpirun -np world_size … <this executable> <rank_arguments…>`.
 RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arguments,
                         int timeout_seconds);
+
+// Ends this process as `signal` would have without a handler (exit status 128 + signal).
+[[noreturn]] void end_by_signal(int signal);
 
 }  // namespace trainrepro

@@ -38,7 +38,7 @@ ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, in
   return expected;
 }
 
-int64_t expected_bytes_sent_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
+int64_t expected_ring_bytes_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
                                      int64_t parameter_bytes) {
   int64_t passes = 2;  // stages 0 and 1: one reduction and one gather of the model per step
   if (zero_stage == 2) passes = gas + 1;

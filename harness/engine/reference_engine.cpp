@@ -71,9 +71,9 @@ void ReferenceEngine::timed_partition_work(Work&& work) {
 
 template <typename Gather>
 auto ReferenceEngine::outside_engine_traffic(Gather&& gather) {
-  const int64_t before = communicator_ ? communicator_->bytes_sent() : 0;
+  const int64_t before = communicator_ ? communicator_->ring_bytes() : 0;
   auto result = gather();
-  if (communicator_) observation_bytes_ += communicator_->bytes_sent() - before;
+  if (communicator_) observation_bytes_ += communicator_->ring_bytes() - before;
   return result;
 }
 
@@ -81,8 +81,8 @@ std::vector<at::Tensor> ReferenceEngine::gather_full_parameters() {
   return outside_engine_traffic([&] { return strategy_->full_parameters(); });
 }
 
-int64_t ReferenceEngine::engine_bytes_sent() const {
-  return communicator_ ? communicator_->bytes_sent() - observation_bytes_ : 0;
+int64_t ReferenceEngine::engine_ring_bytes() const {
+  return communicator_ ? communicator_->ring_bytes() - observation_bytes_ : 0;
 }
 
 double ReferenceEngine::gradient_norm() {
@@ -112,8 +112,8 @@ void ReferenceEngine::take_optimizer_step(bool through_engine) {
   }
   optimizer_.step(strategy_->owned_parameters(), strategy_->owned_gradients());
   timed_partition_work([&] { strategy_->after_update(); });
-  event.bytes_sent = engine_bytes_sent() - bytes_at_last_step_;
-  bytes_at_last_step_ = engine_bytes_sent();
+  event.ring_bytes = engine_ring_bytes() - bytes_at_last_step_;
+  bytes_at_last_step_ = engine_ring_bytes();
   if (!on_optimizer_step) return;
   if (observed) event.parameters = gather_full_parameters();
   event.through_engine = through_engine;

@@ -38,7 +38,8 @@ struct OptimizerStepEvent {
   double gradient_norm = 0.0;  // before clipping
   bool through_engine = true;
   ModelStateBytes model_states;  // held by this rank at the last boundary, measured
-  int64_t bytes_sent = 0;        // by this rank's engine since the previous optimizer step
+  int64_t ring_bytes = 0;  // handed to collectives by this rank's engine since the previous step
+                           // ((N-1)/N of each buffer: the ring model)
 };
 
 class ReferenceEngine {
@@ -73,7 +74,7 @@ class ReferenceEngine {
   // whoever keeps them keeps the unpartitioned model alive.
   std::vector<at::Tensor> gather_full_parameters();
   // Bytes this rank's engine has sent, without the gathers made for observation.
-  int64_t engine_bytes_sent() const;
+  int64_t engine_ring_bytes() const;
   // Seconds spent in the ZeRO stage's own work: reducing, partitioning, gathering and
   // releasing (collectives included; see Communicator::collective_seconds for those alone).
   double partition_seconds() const { return partition_seconds_ + strategy_->gate_seconds(); }

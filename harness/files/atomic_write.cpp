@@ -1,6 +1,7 @@
 #include "harness/files/atomic_write.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -25,11 +26,15 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
       throw std::runtime_error(path.string() + ": cannot create its folder: " + error.message());
     }
   }
-  // The temporary name carries the pid so that concurrent runs never share one.
-  const std::filesystem::path temporary =
-      path.string() + ".tmp." + std::to_string(static_cast<long>(::getpid()));
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh temporary beside the target, created exclusively (mkstemp: O_CREAT|O_EXCL, a random
+  // name): a symlink planted at a predictable name can never redirect the write, and concurrent
+  // runs never share one. rename() then replaces the target itself, never what a link names.
+  std::string temporary_name = path.string() + ".tmp.XXXXXX";
+  const int fd = ::mkostemp(temporary_name.data(), O_CLOEXEC);
+  const std::filesystem::path temporary = temporary_name;
   if (fd < 0) fail(temporary, "cannot create");
+  // mkstemp makes the file 0600; results and goldens are for others to read too.
+  ::fchmod(fd, 0644);
 
   size_t written = 0;
   while (written < content.size()) {

@@ -1,5 +1,11 @@
 #include "harness/golden/golden_store.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,6 +17,7 @@
 #include "harness/golden/golden_key.h"
 #include "harness/golden/safetensors.h"
 #include "harness/golden/sha256.h"
+#include "harness/json/json_fields.h"
 
 namespace trainrepro {
 namespace {
@@ -46,6 +53,47 @@ nlohmann::json read_manifest(const std::string& directory) {
 }
 
 std::string step_prefix(size_t step) { return "step" + std::to_string(step) + "/"; }
+
+// Several `golden --update` runs on one folder each read, extend and rewrite the manifest: an
+// exclusive lock on <folder>/.lock makes each read-modify-write whole (without it, entries were
+// lost while both runs exited 0).
+class GoldenFolderLock {
+ public:
+  explicit GoldenFolderLock(const std::string& directory) {
+    std::error_code error;
+    fs::create_directories(directory, error);
+    const std::string path = (fs::path(directory) / ".lock").string();
+    fd_ = ::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd_ < 0) {
+      throw GoldenError(path + ": cannot open the golden folder's lock: " + std::strerror(errno));
+    }
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        ::close(fd_);
+        throw GoldenError(path + ": cannot lock the golden folder: " + std::strerror(errno));
+      }
+    }
+  }
+  ~GoldenFolderLock() { ::close(fd_); }  // closing releases the lock
+  GoldenFolderLock(const GoldenFolderLock&) = delete;
+  GoldenFolderLock& operator=(const GoldenFolderLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+// An update writes <name>.next, then the manifest naming its checksum, then renames it over
+// <name>. Killed between the last two, the manifest already describes <name>.next: that file is
+// the golden until the next update finishes the rename. A .next the manifest does not describe
+// is an unfinished write, and absent.
+std::string next_path_of(const std::string& path) { return path + ".next"; }
+
+// The file whose checksum the manifest names: the golden, or its finished-but-unrenamed .next.
+std::string manifested_file(const std::string& path, const std::string& expected_sha256) {
+  const std::string next = next_path_of(path);
+  if (fs::is_regular_file(next) && sha256_of_file(next) == expected_sha256) return next;
+  return path;
+}
 
 }  // namespace
 
@@ -88,14 +136,19 @@ std::string write_golden(const std::string& directory, const Golden& golden) {
 
   const std::string name = golden_file_name(golden.key);
   const std::string path = (fs::path(directory) / name).string();
-  write_safetensors(path, tensors, metadata);
+  const std::string next = next_path_of(path);
+  const GoldenFolderLock lock(directory);
+  write_safetensors(next, tensors, metadata);
 
   nlohmann::json manifest = read_manifest(directory);
   manifest["goldens"][name] = {{"key", golden.key},
-                               {"sha256", sha256_of_file(path)},
-                               {"bytes", static_cast<int64_t>(fs::file_size(path))},
+                               {"sha256", sha256_of_file(next)},
+                               {"bytes", static_cast<int64_t>(fs::file_size(next))},
                                {"torch_version", torch_version()}};
   write_file_atomically(manifest_path(directory), manifest.dump(2) + "\n");
+  if (::rename(next.c_str(), path.c_str()) != 0) {
+    throw GoldenError(path + ": cannot move the new golden into place: " + std::strerror(errno));
+  }
   return path;
 }
 
@@ -117,13 +170,27 @@ std::string check_golden(const std::string& directory, const Scenario& scenario)
            "optimizer, golden batch or steps changed)" +
            regenerate;
   }
-  if (goldens[name].value("key", nlohmann::json()) != key) {
+  // One bad entry is this golden's problem alone, never the whole run's.
+  const nlohmann::json& entry = goldens[name];
+  const std::string entry_pointer =
+      manifest_path(directory) + ":/goldens/" + escape_pointer_token(name);
+  if (!entry.is_object() || !entry.contains("sha256") || !entry["sha256"].is_string()) {
+    return entry_pointer + ": expected an object with a \"sha256\" string, found " +
+           describe_json_value(entry.is_object() && entry.contains("sha256") ? entry["sha256"]
+                                                                             : entry) +
+           " (the manifest was edited by hand?)" + regenerate;
+  }
+  if (entry.value("key", nlohmann::json()) != key) {
     return manifest_path(directory) + ": the entry for " + name +
            " has a different key (stale manifest)" + regenerate;
   }
-  if (!fs::exists(path)) return path + ": listed in the manifest but missing" + regenerate;
-  const std::string actual = sha256_of_file(path);
-  const std::string expected = goldens[name].value("sha256", "");
+  const std::string expected = entry["sha256"].get<std::string>();
+  const std::string file = manifested_file(path, expected);
+  if (!fs::exists(file)) return path + ": listed in the manifest but missing" + regenerate;
+  if (!fs::is_regular_file(file)) {
+    return path + ": listed in the manifest but not a regular file" + regenerate;
+  }
+  const std::string actual = sha256_of_file(file);
   if (actual != expected) {
     return path + ": checksum mismatch (the file is corrupt or was changed by hand): SHA-256 " +
            actual + ", manifest says " + expected + regenerate;
@@ -136,8 +203,11 @@ Golden load_golden(const std::string& directory, const Scenario& scenario) {
     throw GoldenError(problem);
   }
   const nlohmann::json key = golden_key(scenario);
-  const std::string path = (fs::path(directory) / golden_file_name(key)).string();
+  const std::string name = golden_file_name(key);
   const std::string regenerate = "; regenerate it with: " + regenerate_command(scenario);
+  const std::string path = manifested_file(
+      (fs::path(directory) / name).string(),
+      read_manifest(directory)["goldens"][name]["sha256"].get<std::string>());
   SafetensorsFile file;
   try {
     file = read_safetensors(path);

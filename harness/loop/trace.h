@@ -27,7 +27,7 @@ struct OptimizerStepRecord {
   std::vector<at::Tensor> gradients;   // accumulated, before clipping; float64 CPU
   std::vector<at::Tensor> parameters;  // after the step; float64 CPU
   ModelStateBytes model_states;        // this rank's, at the boundary before the step
-  int64_t bytes_sent = 0;              // by this rank's engine since the previous step
+  int64_t ring_bytes = 0;              // by this rank's engine since the previous step
   // Bytes of the harness's own copies (initial parameters, recorded gradients and parameters)
   // alive on the run's device after this step: not the user's, not the engine's.
   int64_t harness_tensor_bytes = 0;

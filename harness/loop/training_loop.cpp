@@ -1,12 +1,16 @@
 #include "harness/loop/training_loop.h"
 
 #include <chrono>
+#include <optional>
 #include <stdexcept>
 
 #include <ATen/ATen.h>
-#include <c10/core/GradMode.h>
 
+#include "harness/engine/reference_engine.h"
+#include "harness/loop/evaluation_pass.h"
 #include "harness/loop/fault_injection.h"
+#include "harness/loop/kept_across_steps.h"
+#include "harness/loop/micro_step_habits.h"
 #include "harness/memory/cuda_memory.h"
 #include "models/sample_source.h"
 
@@ -34,292 +38,180 @@ std::vector<at::Tensor> float64_cpu_copies(const std::vector<at::Tensor>& tensor
   return copies;
 }
 
-// The user's loss for one micro-batch, before the engine's 1/GAS. With whole-batch
-// normalisation the token losses are divided by the tokens of the whole window (times GAS, so
-// that the engine's 1/GAS leaves sum/window_items): what Hugging Face's num_items_in_batch
-// fix does. For sample data both normalisations coincide.
-at::Tensor user_loss(const at::Tensor& loss_sum, int64_t micro_items, double window_items,
-                     const LoopSpec& loop, int64_t gas) {
-  at::Tensor loss = loop.token_normalisation == TokenNormalisation::whole_batch
-                        ? loss_sum * (static_cast<double>(gas) / window_items)
-                        : loss_sum / static_cast<double>(micro_items);
-  if (loop.loss_scaling == LossScalingHabit::twice) loss = loss / static_cast<double>(gas);
-  return loss;
+// The model, built after allocations are stamped as born at step 0 and CUDA's allocation history
+// has started, so its tensors are never taken for survivors of an earlier scenario's steps.
+std::shared_ptr<ZooModel> build_model_at_step_zero(const ModelSpec& spec, at::ScalarType dtype,
+                                                   at::Device device) {
+  CountingCpuAllocator::set_current_step(0);
+  if (device.is_cuda()) start_cuda_memory_history();
+  return build_model(spec, dtype, device);
 }
 
-// What the user's loop keeps across steps: the list it appends to, and the floats.
-struct KeptAcrossSteps {
-  std::vector<at::Tensor> tensors;
-  std::vector<double> values;
-
-  void keep(KeepHabit habit, const at::Tensor& loss, const at::Tensor& outputs) {
-    switch (habit) {
-      case KeepHabit::nothing:
-        break;
-      case KeepHabit::loss_item:
-        values.push_back(loss.item<double>());
-        break;
-      case KeepHabit::loss_with_graph:
-        tensors.push_back(loss);
-        break;
-      case KeepHabit::loss_detached:
-        tensors.push_back(loss.detach());
-        break;
-      case KeepHabit::loss_on_cpu:
-        tensors.push_back(loss.detach().to(at::kCPU));
-        break;
-      case KeepHabit::outputs_with_graph:
-        tensors.push_back(outputs);
-        break;
-      case KeepHabit::outputs_detached:
-        tensors.push_back(outputs.detach());
-        break;
-      case KeepHabit::outputs_on_cpu:
-        tensors.push_back(outputs.detach().to(at::kCPU));
-        break;
-      case KeepHabit::gathered_parameters:
-      case KeepHabit::gathered_parameter_norms:
-        break;  // once per optimizer step: keep_after_step
-    }
-  }
-
-  // After an optimizer step: the habits that gather the whole model (a collective, so every
-  // rank does it). The gathered tensors replace the previous step's.
-  void keep_after_step(KeepHabit habit, ReferenceEngine& engine) {
-    if (habit == KeepHabit::gathered_parameters) {
-      gathered = engine.gather_full_parameters();
-    } else if (habit == KeepHabit::gathered_parameter_norms) {
-      for (const at::Tensor& parameter : engine.gather_full_parameters()) {
-        values.push_back(parameter.norm().item<double>());
-      }
-    }
-  }
-
-  std::vector<at::Tensor> gathered;
-};
-
-// The user's evaluation pass. Its running loss lives as long as the loop, like a Python
-// variable summed over the whole training run.
-class Evaluation {
+// One run of the user's loop: the engine, the data, what the loop keeps, and the Trace it fills.
+class TrainingLoop {
  public:
-  Evaluation(const EvaluationSpec& spec, ZooModel& model, const SampleSource& source,
-             const SampleAssignment& samples, at::ScalarType dtype, at::Device device)
-      : spec_(spec),
-        model_(model),
-        source_(source),
-        samples_(samples),
-        dtype_(dtype),
-        device_(device) {}
-
-  bool due(int64_t optimizer_steps_done) const {
-    return optimizer_steps_done > 0 && optimizer_steps_done % spec_.every == 0;
-  }
-
-  // Returns the rise of device tensor memory during the pass, measured from its start.
-  int64_t run(MemoryProbe& probe) {
-    const int64_t before = probe.device_tensor_bytes();
-    probe.reset_peak();
-    {
-      std::optional<c10::NoGradGuard> no_grad;
-      if (spec_.no_grad) no_grad.emplace();
-      for (int64_t b = 0; b < spec_.batches; ++b) {
-        const at::Tensor loss = batch_loss(b);
-        if (spec_.backward) loss.backward();
-        if (spec_.sum_as_tensor) {
-          running_loss_ = running_loss_.defined() ? running_loss_ + loss : loss;
-        } else {
-          running_value_ += loss.item<double>();
-        }
-      }
+  TrainingLoop(const ModelSpec& model_spec, const DataSpec& data, const LoopSpec& loop,
+               const Plan& plan, const LoopOptions& options)
+      : loop_(loop),
+        plan_(plan),
+        communicator_(options.communicator),
+        ranks_(communicator_ ? communicator_->world_size() : 1),
+        rank_(communicator_ ? communicator_->rank() : 0),
+        dtype_(scalar_type_of(plan.dtype)),
+        device_(device_of(plan.device)),
+        gas_(plan.batch.gradient_accumulation_steps),
+        // Stepping once per window reaches the boundary only every GAS² micro-batches.
+        micro_step_limit_(loop.steps * gas_ * gas_ + gas_),
+        probe_(plan.device, 2 * micro_step_limit_ + 4 * loop.steps + 8),
+        model_(build_model_at_step_zero(model_spec, dtype_, device_)),
+        engine_(model_, plan, communicator_),
+        source_(data),
+        samples_{plan.batch.micro_batch_per_gpu, ranks_} {
+    if (loop.evaluation) {
+      evaluation_.emplace(*loop.evaluation, *model_, source_, samples_, dtype_, device_);
     }
-    ++evaluations_;
-    return probe.device_peak_bytes() - before;
+    trace_.tensor_bookkeeping_bytes = MemoryProbe::measure_tensor_bookkeeping_bytes();
+    engine_.observed_steps = options.recorded_steps;
+    trace_.parameter_names = engine_.parameter_names();
+    trace_.initial_parameters = float64_cpu_copies(engine_.gather_full_parameters());
+    for (const at::Tensor& parameter : trace_.initial_parameters) {
+      trace_.parameter_numel += parameter.numel();
+    }
+    trace_.micro_steps.reserve(static_cast<size_t>(micro_step_limit_));
+    trace_.steps.reserve(static_cast<size_t>(loop.steps));
+    engine_.on_optimizer_step = [this](const OptimizerStepEvent& event) { record_step(event); };
   }
 
-  // The same first batch under no_grad: the scale an evaluation's peak is judged against.
-  int64_t reference_peak_under_no_grad(MemoryProbe& probe) {
-    c10::NoGradGuard no_grad;
-    const int64_t before = probe.device_tensor_bytes();
-    probe.reset_peak();
-    { const at::Tensor loss = batch_loss(0); }
-    return probe.device_peak_bytes() - before;
+  Trace run() {
+    const auto start = std::chrono::steady_clock::now();
+    for (int64_t m = 0; steps_done() < loop_.steps; ++m) {
+      if (m >= micro_step_limit_) {
+        throw std::runtime_error("the training loop took " + std::to_string(m) +
+                                 " micro-steps without reaching " + std::to_string(loop_.steps) +
+                                 " optimizer steps");
+      }
+      const int64_t steps_before = steps_done();
+      train_micro_batch(m);
+      probe_.sample(SamplePoint::micro_step, m, steps_done());
+      if (steps_done() != steps_before) after_optimizer_step(m);
+    }
+    if (loop_.evaluation && loop_.evaluation->no_grad) {
+      trace_.evaluation_peak_bytes_no_grad = trace_.evaluation_peak_bytes;
+    }
+    trace_.counters = engine_.counters();
+    trace_.memory = probe_.take_samples();
+    trace_.live_at_end = CountingCpuAllocator::live_allocations();
+    trace_.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return std::move(trace_);
   }
 
  private:
-  at::Tensor batch_loss(int64_t b) {
-    const SampleRange range = samples_.evaluation_batch(evaluations_, b, spec_.batches);
-    const Batch batch = source_.samples(range.begin, range.end, dtype_, device_);
-    return model_.loss_sum(batch) / static_cast<double>(batch.items);
+  int64_t steps_done() const { return static_cast<int64_t>(trace_.steps.size()); }
+
+  // One micro-batch, forward to step, in its own function scope: its batch, outputs and loss are
+  // gone before memory is sampled, so samples show what the loop keeps, not what it is using.
+  void train_micro_batch(int64_t m) {
+    const SampleRange mine = samples_.micro_batch_of(m, rank_);
+    const Batch batch = source_.samples(mine.begin, mine.end, dtype_, device_);
+    if (m % gas_ == 0) window_items_ = items_per_rank_in_window(m, batch);
+
+    if (loop_.zero_grad == ZeroGradHabit::every_micro_step) engine_.zero_grad();
+    const at::Tensor outputs = model_->outputs(batch);
+    const at::Tensor loss_sum = model_->loss_sum_of(outputs, batch);
+    const at::Tensor loss = user_loss(loss_sum, batch.items, window_items_, loop_, gas_);
+    backward_as_the_loop_does(engine_, loss, loop_, plan_);
+    ++backwards_done_;
+    const double summed = loss_sum.item<double>();
+    trace_.micro_steps.push_back({summed / static_cast<double>(batch.items), batch.items});
+    window_loss_sum_ += summed;
+    window_items_seen_ += batch.items;
+    kept_.keep(loop_.keep, loss, outputs);
+    step_as_the_loop_does(engine_, loop_, /*window_ends=*/(m + 1) % gas_ == 0);
   }
 
-  EvaluationSpec spec_;
-  ZooModel& model_;
-  const SampleSource& source_;
-  SampleAssignment samples_;
-  at::ScalarType dtype_;
-  at::Device device_;
-  int64_t evaluations_ = 0;
-  at::Tensor running_loss_;
-  double running_value_ = 0.0;
-};
+  // Items of the window starting at micro-step `m` across every rank, divided by the ranks:
+  // the engine averages the ranks' gradients where the loss should sum them.
+  double items_per_rank_in_window(int64_t m, const Batch& batch) const {
+    const SampleRange window = samples_.all_ranks(m, gas_);
+    const int64_t global_items =
+        batch.mask.defined() ? source_.samples(window.begin, window.end, dtype_, at::kCPU).items
+                             : window.end - window.begin;
+    return static_cast<double>(global_items) / static_cast<double>(ranks_);
+  }
 
-// What the user's loop calls after each backward.
-void step_as_the_loop_does(ReferenceEngine& engine, const LoopSpec& loop, bool window_ends) {
-  switch (loop.stepping) {
-    case SteppingHabit::every_micro_step:
-      if (loop.zero_grad == ZeroGradHabit::never) {
-        if (window_ends) engine.optimizer_step_bypassing_engine();
-      } else {
-        engine.step();
+  // An optimizer step happened: sample the boundary, stamp later allocations with the new step,
+  // then what the loop does between steps (keep gathered parameters, evaluate).
+  void after_optimizer_step(int64_t m) {
+    const int64_t steps = steps_done();
+    CountingCpuAllocator::set_current_step(steps);
+    kept_.keep_after_step(loop_.keep, engine_);
+    probe_.sample(SamplePoint::boundary, m, steps);
+    if (communicator_) inject_faults_after_step(rank_, steps);
+    if (plan_.device == Device::cuda && (steps == loop_.steps / 2 || steps == loop_.steps)) {
+      trace_.cuda_snapshots.push_back({steps, cuda_memory_snapshot_pickle()});
+    }
+    if (evaluation_ && evaluation_->due(steps) && steps < loop_.steps) {
+      if (!loop_.evaluation->no_grad && trace_.evaluation_peak_bytes_no_grad == 0) {
+        trace_.evaluation_peak_bytes_no_grad = evaluation_->reference_peak_under_no_grad(probe_);
       }
-      break;
-    case SteppingHabit::once_per_window:
-      if (window_ends) engine.step();
-      break;
-    case SteppingHabit::optimizer_every_micro_step:
-      engine.optimizer_step_bypassing_engine();
-      engine.zero_grad();
-      break;
+      probe_.sample(SamplePoint::before_evaluation, m, steps);
+      trace_.evaluation_peak_bytes =
+          std::max(trace_.evaluation_peak_bytes, evaluation_->run(probe_));
+      probe_.sample(SamplePoint::after_evaluation, m, steps);
+    }
   }
-}
+
+  // Every optimizer step the engine reports, whoever triggered it, with its window's loss.
+  void record_step(const OptimizerStepEvent& event) {
+    OptimizerStepRecord record;
+    record.micro_step = backwards_done_;
+    record.loss = window_items_seen_ > 0 ? window_loss_sum_ / window_items_seen_ : 0.0;
+    record.gradient_norm = event.gradient_norm;
+    record.through_engine = event.through_engine;
+    record.model_states = event.model_states;
+    record.ring_bytes = event.ring_bytes;
+    // The copies' tensor bytes are counted apart by the allocator; what they add to the host
+    // heap (their TensorImpls, the vectors) is measured here and left out of the judged heap.
+    const int64_t heap_before = probe_.host_heap_in_use();
+    record.gradients = float64_cpu_copies(event.gradients);
+    record.parameters = float64_cpu_copies(event.parameters);
+    trace_.steps.push_back(std::move(record));
+    probe_.exclude_from_host_heap(probe_.host_heap_in_use() - heap_before);
+    trace_.steps.back().harness_tensor_bytes = CountingCpuAllocator::stats().harness_live_bytes;
+    window_loss_sum_ = 0.0;
+    window_items_seen_ = 0;
+  }
+
+  const LoopSpec& loop_;
+  const Plan& plan_;
+  Communicator* communicator_;
+  const int64_t ranks_;
+  const int64_t rank_;
+  const at::ScalarType dtype_;
+  const at::Device device_;
+  const int64_t gas_;
+  const int64_t micro_step_limit_;
+  MemoryProbe probe_;
+  std::shared_ptr<ZooModel> model_;
+  ReferenceEngine engine_;
+  SampleSource source_;
+  const SampleAssignment samples_;
+  std::optional<EvaluationPass> evaluation_;
+  KeptAcrossSteps kept_;
+  Trace trace_;
+  // Backwards the loop has run, through the engine or not: the engine counts only its own.
+  int64_t backwards_done_ = 0;
+  double window_loss_sum_ = 0.0;
+  int64_t window_items_seen_ = 0;
+  double window_items_ = 0.0;
+};
 
 }  // namespace
 
 Trace run_training_loop(const ModelSpec& model_spec, const DataSpec& data, const LoopSpec& loop,
                         const Plan& plan, const LoopOptions& options) {
-  const int64_t recorded_steps = options.recorded_steps;
-  const int64_t ranks = options.communicator ? options.communicator->world_size() : 1;
-  const int64_t rank = options.communicator ? options.communicator->rank() : 0;
-  const auto start = std::chrono::steady_clock::now();
-  const at::ScalarType dtype = scalar_type_of(plan.dtype);
-  const at::Device device = device_of(plan.device);
-  const int64_t gas = plan.batch.gradient_accumulation_steps;
-  const int64_t micro_batch = plan.batch.micro_batch_per_gpu;
-  // Stepping once per window reaches the boundary only every GAS² micro-batches.
-  const int64_t micro_step_limit = loop.steps * gas * gas + gas;
-
-  MemoryProbe probe(plan.device, 2 * micro_step_limit + 4 * loop.steps + 8);
-  CountingCpuAllocator::set_current_step(0);
-  if (plan.device == Device::cuda) start_cuda_memory_history();
-
-  std::shared_ptr<ZooModel> model = build_model(model_spec, dtype, device);
-  ReferenceEngine engine(model, plan, options.communicator);
-  SampleSource source(data);
-  const SampleAssignment samples{micro_batch, ranks};
-  std::optional<Evaluation> evaluation;
-  if (loop.evaluation) {
-    evaluation.emplace(*loop.evaluation, *model, source, samples, dtype, device);
-  }
-  KeptAcrossSteps kept;
-
-  Trace trace;
-  trace.tensor_bookkeeping_bytes = MemoryProbe::measure_tensor_bookkeeping_bytes();
-  engine.observed_steps = recorded_steps;
-  trace.parameter_names = engine.parameter_names();
-  trace.initial_parameters = float64_cpu_copies(engine.gather_full_parameters());
-  for (const at::Tensor& parameter : trace.initial_parameters) {
-    trace.parameter_numel += parameter.numel();
-  }
-  trace.micro_steps.reserve(static_cast<size_t>(micro_step_limit));
-  trace.steps.reserve(static_cast<size_t>(loop.steps));
-
-  // Backwards the loop has run, through the engine or not: the engine counts only its own.
-  int64_t backwards_done = 0;
-  double window_loss_sum = 0.0;
-  int64_t window_items_seen = 0;
-  engine.on_optimizer_step = [&](const OptimizerStepEvent& event) {
-    OptimizerStepRecord record;
-    record.micro_step = backwards_done;
-    record.loss = window_items_seen > 0 ? window_loss_sum / window_items_seen : 0.0;
-    record.gradient_norm = event.gradient_norm;
-    record.through_engine = event.through_engine;
-    record.model_states = event.model_states;
-    record.bytes_sent = event.bytes_sent;
-    // The copies' tensor bytes are counted apart by the allocator; what they add to the host
-    // heap (their TensorImpls, the vectors) is measured here and left out of the judged heap.
-    const int64_t heap_before = probe.host_heap_in_use();
-    record.gradients = float64_cpu_copies(event.gradients);
-    record.parameters = float64_cpu_copies(event.parameters);
-    trace.steps.push_back(std::move(record));
-    probe.exclude_from_host_heap(probe.host_heap_in_use() - heap_before);
-    trace.steps.back().harness_tensor_bytes = CountingCpuAllocator::stats().harness_live_bytes;
-    window_loss_sum = 0.0;
-    window_items_seen = 0;
-  };
-
-  double window_items = 0.0;
-  for (int64_t m = 0; static_cast<int64_t>(trace.steps.size()) < loop.steps; ++m) {
-    if (m >= micro_step_limit) {
-      throw std::runtime_error("the training loop took " + std::to_string(m) +
-                               " micro-steps without reaching " + std::to_string(loop.steps) +
-                               " optimizer steps");
-    }
-    const int64_t steps_before = static_cast<int64_t>(trace.steps.size());
-    // One micro-batch, forward to step, in its own scope: its batch, outputs and loss are gone
-    // before memory is sampled, so samples show what the loop keeps, not what it is using.
-    [&] {
-      const SampleRange mine = samples.micro_batch_of(m, rank);
-      const Batch batch = source.samples(mine.begin, mine.end, dtype, device);
-      if (m % gas == 0) {
-        // Items of the whole window across every rank; divided by the ranks, because the engine
-        // averages the ranks' gradients where the loss should sum them.
-        const SampleRange window = samples.all_ranks(m, gas);
-        const int64_t global_items =
-            batch.mask.defined() ? source.samples(window.begin, window.end, dtype, at::kCPU).items
-                                 : window.end - window.begin;
-        window_items = static_cast<double>(global_items) / static_cast<double>(ranks);
-      }
-
-      if (loop.zero_grad == ZeroGradHabit::every_micro_step) engine.zero_grad();
-      const at::Tensor outputs = model->outputs(batch);
-      const at::Tensor loss_sum = model->loss_sum_of(outputs, batch);
-      const at::Tensor loss = user_loss(loss_sum, batch.items, window_items, loop, gas);
-      // loss.backward() is plain autograd, unless the release hooks the engine's forward outputs
-      // (then it scales and reduces as engine.backward does; at stage 0 it was refused earlier).
-      if (loop.loss_scaling == LossScalingHabit::none && !plan.direct_backward_through_engine) {
-        loss.backward();
-      } else {
-        engine.backward(loss);
-      }
-      ++backwards_done;
-      const double summed = loss_sum.item<double>();
-      trace.micro_steps.push_back({summed / static_cast<double>(batch.items), batch.items});
-      window_loss_sum += summed;
-      window_items_seen += batch.items;
-      kept.keep(loop.keep, loss, outputs);
-      step_as_the_loop_does(engine, loop, /*window_ends=*/(m + 1) % gas == 0);
-    }();
-
-    const int64_t steps_done = static_cast<int64_t>(trace.steps.size());
-    probe.sample(SamplePoint::micro_step, m, steps_done);
-    if (steps_done == steps_before) continue;
-
-    // An optimizer step happened: sample the boundary, stamp later allocations with the new
-    // step, then the user's evaluation if one is due.
-    CountingCpuAllocator::set_current_step(steps_done);
-    kept.keep_after_step(loop.keep, engine);
-    probe.sample(SamplePoint::boundary, m, steps_done);
-    if (options.communicator) inject_faults_after_step(rank, steps_done);
-    if (plan.device == Device::cuda && (steps_done == loop.steps / 2 || steps_done == loop.steps)) {
-      trace.cuda_snapshots.push_back({steps_done, cuda_memory_snapshot_pickle()});
-    }
-    if (evaluation && evaluation->due(steps_done) && steps_done < loop.steps) {
-      if (!loop.evaluation->no_grad && trace.evaluation_peak_bytes_no_grad == 0) {
-        trace.evaluation_peak_bytes_no_grad = evaluation->reference_peak_under_no_grad(probe);
-      }
-      probe.sample(SamplePoint::before_evaluation, m, steps_done);
-      trace.evaluation_peak_bytes = std::max(trace.evaluation_peak_bytes, evaluation->run(probe));
-      probe.sample(SamplePoint::after_evaluation, m, steps_done);
-    }
-  }
-  if (loop.evaluation && loop.evaluation->no_grad) {
-    trace.evaluation_peak_bytes_no_grad = trace.evaluation_peak_bytes;
-  }
-  trace.counters = engine.counters();
-  trace.memory = probe.take_samples();
-  trace.live_at_end = CountingCpuAllocator::live_allocations();
-  trace.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return trace;
+  return TrainingLoop(model_spec, data, loop, plan, options).run();
 }
 
 }  // namespace trainrepro

@@ -3,8 +3,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -16,7 +19,7 @@
 #include "harness/loop/training_loop.h"
 #include "harness/report/results_json.h"
 #include "harness/scenario/load_scenario.h"
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/scenario_error.h"
 #include "harness/verdict/golden_staleness.h"
 #include "harness/verdict/habit_visibility.h"
 #include "harness/verdict/judge_config.h"
@@ -135,13 +138,41 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
   return std::nullopt;
 }
 
+// The CUDA snapshots rank 0 wrote beside its result (`<result>.snapshot-<step>`).
+std::vector<CudaSnapshot> take_rank_zero_snapshots(const std::string& result_path) {
+  std::vector<CudaSnapshot> snapshots;
+  const std::filesystem::path result(result_path);
+  const std::string prefix = result.filename().string() + ".snapshot-";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(result.parent_path(), error)) {
+    const std::string name = entry.path().filename().string();
+    const std::string step = name.substr(std::min(name.size(), prefix.size()));
+    if (name.rfind(prefix, 0) != 0 || step.empty() ||
+        step.find_first_not_of("0123456789") != std::string::npos || step.size() > 12) {
+      continue;
+    }
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    snapshots.push_back({std::stoll(step), bytes.str()});
+  }
+  return snapshots;
+}
+
 // The parent's side of a multi-rank run: mpirun starts the ranks (`trainrepro rank-run`), rank 0
 // writes the results file, and this process reports what it says.
 void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& options,
                   ScenarioResult& result) {
-  char result_path[] = "/tmp/trainrepro-rank-result-XXXXXX";
-  const int fd = ::mkstemp(result_path);
-  if (fd >= 0) ::close(fd);
+  // A private folder (mkdtemp: mode 0700, a fresh name) for what rank 0 hands back, removed after.
+  std::string folder = (std::filesystem::temp_directory_path() / "trainrepro-ranks-XXXXXX").string();
+  if (::mkdtemp(folder.data()) == nullptr) {
+    result.verdict = error_verdict(ErrorSource::infrastructure,
+                                   scenario.file + ": cannot create a temporary folder in " +
+                                       std::filesystem::temp_directory_path().string() + ": " +
+                                       std::strerror(errno));
+    return;
+  }
+  const std::string result_path = folder + "/result.json";
   const RankLaunch launch =
       launch_ranks(static_cast<int>(plan.batch.world_size),
                    {"rank-run", scenario.file, "--result-file", result_path, "--golden-dir",
@@ -150,7 +181,12 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
   std::ifstream in(result_path);
   std::stringstream text;
   text << in.rdbuf();
-  ::unlink(result_path);
+  std::vector<CudaSnapshot> snapshots = take_rank_zero_snapshots(result_path);
+  std::error_code ignored;
+  std::filesystem::remove_all(folder, ignored);
+  // Stopped from outside (timeout, Ctrl-C): the ranks are dead and their files gone; end as
+  // the signal would have ended an unattended process.
+  if (launch.stopped_by_signal != 0) end_by_signal(launch.stopped_by_signal);
   const nlohmann::json written = nlohmann::json::parse(text.str(), nullptr, false);
 
   const std::string ranks = std::to_string(plan.batch.world_size) + " ranks";
@@ -174,6 +210,7 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
   // Rank 0 judged the whole run; its result is this scenario's result, timings included.
   try {
     result = result_from_json(written, scenario.file + " (rank 0's result)");
+    result.cuda_snapshots = std::move(snapshots);
   } catch (const ResultsFormatError& error) {
     result.verdict = error_verdict(
         ErrorSource::infrastructure,

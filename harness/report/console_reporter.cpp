@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <map>
 
+#include "harness/json/printable.h"
 #include "harness/memory/leak_analysis.h"
 
 namespace trainrepro {
@@ -41,8 +42,8 @@ std::string zero_line(const ZeroJudgement& zero) {
                      format_bytes(zero.measured.total()) + ", expected " +
                      format_bytes(zero.expected.total()) + " (" +
                      ratio_text(zero.model_states_ratio) + "); collectives (ring model) " +
-                     format_bytes(zero.bytes_sent_per_step) + "/step, expected " +
-                     format_bytes(zero.expected_bytes_sent_per_step) + " (" +
+                     format_bytes(zero.ring_bytes_per_step) + "/step, expected " +
+                     format_bytes(zero.expected_ring_bytes_per_step) + " (" +
                      ratio_text(zero.traffic_ratio) + ")";
   if (!zero.not_judged_reason.empty()) {
     line += "; not judged against the formulas: " + zero.not_judged_reason;
@@ -66,7 +67,8 @@ std::string memory_not_judged(const ScenarioResult& result) {
 void ConsoleReporter::report_scenario(const ScenarioResult& result) {
   const Verdict& verdict = result.verdict;
   const std::string label = result.name.empty() ? "(not loaded)" : result.name;
-  out_ << padded(outcome_name(verdict.outcome), 15) << padded(label, 40) << " " << result.file
+  out_ << padded(outcome_name(verdict.outcome), 15) << padded(label, 40) << " "
+       << printable(result.file)
        << " (" << format_seconds(result.seconds)
        << (result.deepspeed_version.empty() ? "" : ", DeepSpeed " + result.deepspeed_version)
        << memory_not_judged(result) << ")\n";

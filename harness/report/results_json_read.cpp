@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "harness/report/results_json.h"
-#include "harness/scenario/json_fields.h"
+#include "harness/json/json_fields.h"
 
 namespace trainrepro {
 namespace {
@@ -348,8 +348,8 @@ ZeroJudgement zero_from(const ResultsObject& json) {
   zero.model_states_ratio = states.number("ratio");
   const ResultsObject traffic = json.object("traffic");
   zero.traffic_judged = traffic.flag("judged");
-  zero.bytes_sent_per_step = traffic.integer("bytes_sent_per_step");
-  zero.expected_bytes_sent_per_step = traffic.integer("expected_bytes_sent_per_step");
+  zero.ring_bytes_per_step = traffic.integer("ring_bytes_per_step");
+  zero.expected_ring_bytes_per_step = traffic.integer("expected_ring_bytes_per_step");
   zero.traffic_ratio = traffic.number("ratio");
   zero.not_judged_reason = json.text("not_judged_reason");
   zero.tensor_bytes_at_boundary = json.integer("tensor_bytes_at_boundary");

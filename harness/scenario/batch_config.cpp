@@ -22,6 +22,26 @@ ConfigError division_by_zero(ConfigErrorKind kind, const char* divisor_key) {
                     divisor_key + " = 0)"};
 }
 
+// Beyond this many samples per step a product is refused rather than wrapped in int64.
+constexpr __int128 kLargestBatch = static_cast<__int128>(1) << 62;
+
+std::string to_text(__int128 value) {
+  if (value == 0) return "0";
+  const bool negative = value < 0;
+  std::string digits;
+  for (__int128 rest = negative ? -value : value; rest > 0; rest /= 10) {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(rest % 10)));
+  }
+  return negative ? "-" + digits : digits;
+}
+
+ConfigError batch_too_large(const std::string& product, __int128 value) {
+  return ConfigError{ConfigErrorKind::batch_too_large,
+                     "the batch arithmetic gives " + product + " = " + to_text(value) +
+                         " samples per optimizer step, beyond the 2^62 trainrepro can count "
+                         "(DeepSpeed's Python integers would hold it; no machine trains it)"};
+}
+
 // `_batch_assertion`, in its order.
 std::optional<ConfigError> check_batch(int64_t train_batch, int64_t micro_batch, int64_t grad_acc,
                                        int64_t world_size) {
@@ -40,7 +60,9 @@ std::optional<ConfigError> check_batch(int64_t train_batch, int64_t micro_batch,
         ConfigErrorKind::gradient_accumulation_steps_not_positive,
         "Gradient accumulation steps: " + std::to_string(grad_acc) + " has to be greater than 0"};
   }
-  if (train_batch != micro_batch * grad_acc * world_size) {
+  // In 128 bits: the inputs are at most 2^40 each and the world size 2^20, so this never wraps.
+  const __int128 product = static_cast<__int128>(micro_batch) * grad_acc * world_size;
+  if (train_batch != product) {
     return ConfigError{ConfigErrorKind::batch_size_mismatch,
                        "Check batch related parameters. train_batch_size is not equal to "
                        "micro_batch_per_gpu * gradient_acc_step * world_size " +
@@ -85,14 +107,27 @@ BatchResolution resolve_batch_config(const BatchInputs& inputs, int64_t world_si
   } else if (mb && gas) {
     batch.micro_batch_per_gpu = *mb;
     batch.gradient_accumulation_steps = *gas;
-    batch.train_batch_size = *mb * *gas * world_size;
+    const __int128 product = static_cast<__int128>(*mb) * *gas * world_size;
+    if (product > kLargestBatch) {
+      return batch_too_large("train_micro_batch_size_per_gpu * gradient_accumulation_steps * "
+                             "world_size " + std::to_string(*mb) + " * " + std::to_string(*gas) +
+                                 " * " + std::to_string(world_size),
+                             product);
+    }
+    batch.train_batch_size = static_cast<int64_t>(product);
   } else if (tb) {
     batch.train_batch_size = *tb;
     batch.gradient_accumulation_steps = 1;
     batch.micro_batch_per_gpu = floor_divide(*tb, world_size);
   } else if (mb) {
     batch.micro_batch_per_gpu = *mb;
-    batch.train_batch_size = *mb * world_size;
+    const __int128 product = static_cast<__int128>(*mb) * world_size;
+    if (product > kLargestBatch) {
+      return batch_too_large("train_micro_batch_size_per_gpu * world_size " + std::to_string(*mb) +
+                                 " * " + std::to_string(world_size),
+                             product);
+    }
+    batch.train_batch_size = static_cast<int64_t>(product);
     batch.gradient_accumulation_steps = 1;
   } else {
     return ConfigError{ConfigErrorKind::batch_size_missing,

@@ -30,7 +30,11 @@ struct ResolvedBatch {
 
 using BatchResolution = std::variant<ResolvedBatch, ConfigError>;
 
-// `world_size` is the data-parallel world size (>= 1).
+// The largest data-parallel world size accepted (scenarios and --world-size): 2^20 ranks. With
+// batch keys of at most 2^40, every product of the batch arithmetic fits in 128 bits.
+constexpr int64_t kLargestWorldSize = int64_t{1} << 20;
+
+// `world_size` is the data-parallel world size (1 to kLargestWorldSize).
 BatchResolution resolve_batch_config(const BatchInputs& inputs, int64_t world_size);
 
 }  // namespace trainrepro

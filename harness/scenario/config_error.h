@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "harness/scenario/json_fields.h"
+#include "harness/json/json_fields.h"
 
 namespace trainrepro {
 
@@ -21,6 +21,9 @@ enum class ConfigErrorKind {
   optimizer_not_supported,      // a name that is neither DeepSpeed's nor a torch.optim class
   untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested
   direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)
+  // Not DeepSpeed's: a batch product beyond 2^62 samples. Python's integers hold it and
+  // DeepSpeed would go on; no machine trains it, and int64 arithmetic would wrap.
+  batch_too_large,
 };
 
 const EnumSpellings<ConfigErrorKind>& config_error_spellings();

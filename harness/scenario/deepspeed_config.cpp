@@ -4,7 +4,7 @@
 #include <cctype>
 #include <set>
 
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/scenario_error.h"
 
 namespace trainrepro {
 namespace {

@@ -12,7 +12,7 @@
 #include "harness/scenario/batch_config.h"
 #include "harness/scenario/config_error.h"
 #include "harness/scenario/deepspeed_release.h"
-#include "harness/scenario/json_fields.h"
+#include "harness/json/json_fields.h"
 
 namespace trainrepro {
 

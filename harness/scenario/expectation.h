@@ -4,7 +4,7 @@
 #include <optional>
 
 #include "harness/scenario/config_error.h"
-#include "harness/scenario/json_fields.h"
+#include "harness/json/json_fields.h"
 
 namespace trainrepro {
 

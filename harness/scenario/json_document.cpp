@@ -1,5 +1,7 @@
 #include "harness/scenario/json_document.h"
 
+#include <sys/stat.h>
+
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -8,11 +10,17 @@
 #include <sstream>
 #include <vector>
 
-#include "harness/scenario/json_fields.h"
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/json_fields.h"
+#include "harness/json/scenario_error.h"
 
 namespace trainrepro {
 namespace {
+
+// Real scenarios and DeepSpeed configs nest a handful of levels and weigh a few KiB. The limits
+// keep a hostile file from costing more than its size: without them, 100,000 nested arrays in
+// 200 KB cost gigabytes (a pointer string per open level).
+constexpr size_t kMaxNestingDepth = 64;
+constexpr std::streamsize kMaxFileBytes = 16 << 20;
 
 // nlohmann::json keeps the last of two equal keys without a word. A scenario where
 // "gradient_accumulation_steps" appears twice is almost certainly a paste error, so we track
@@ -63,6 +71,11 @@ class DuplicateKeyGuard {
   };
 
   void open_container(bool is_array) {
+    if (frames_.size() >= kMaxNestingDepth) {
+      throw ScenarioError(display_path_, frames_.back().pointer,
+                          "nested more than " + std::to_string(kMaxNestingDepth) +
+                              " levels deep; no scenario or DeepSpeed config needs that many");
+    }
     Frame frame;
     frame.is_array = is_array;
     if (!frames_.empty()) {
@@ -146,22 +159,50 @@ nlohmann::json parse_json_text(const std::string& raw_text, const std::string& d
     const size_t offset = error.byte == 0 ? 0 : error.byte - 1;
     throw ScenarioError(display_path, line_and_column(text, offset),
                         "invalid JSON: " + parser_explanation(error.what()));
+  } catch (const nlohmann::json::out_of_range& error) {
+    // "number overflow parsing '1e400'": no position from the parser, so find the number.
+    const std::string what = error.what();
+    const size_t open = what.find('\''), close = what.rfind('\'');
+    const std::string number =
+        open != std::string::npos && close > open ? what.substr(open + 1, close - open - 1) : "";
+    const size_t at = number.empty() ? std::string::npos : text.find(number);
+    throw ScenarioError(display_path, at == std::string::npos ? "" : line_and_column(text, at),
+                        "invalid JSON: the number " + number +
+                            " is out of range (beyond a 64-bit float)");
   }
 }
 
 nlohmann::json read_json_file(const std::string& display_path, JsonDialect dialect) {
+  // Regular files only: a FIFO would block forever and /dev/zero never ends.
+  struct stat status {};
+  if (::stat(display_path.c_str(), &status) != 0) {
+    throw ScenarioError(display_path, "",
+                        std::string("cannot open the file: ") + std::strerror(errno));
+  }
+  if (!S_ISREG(status.st_mode)) {
+    throw ScenarioError(display_path, "",
+                        S_ISDIR(status.st_mode)
+                            ? "is a folder; give a .json file, or use it with `trainrepro run`"
+                            : "is not a regular file (a FIFO, socket or device); give a .json file");
+  }
+  if (status.st_size > kMaxFileBytes) {
+    throw ScenarioError(display_path, "",
+                        "is " + std::to_string(status.st_size) + " bytes; a scenario or DeepSpeed "
+                        "config is at most " + std::to_string(kMaxFileBytes) + " bytes");
+  }
   std::ifstream in(display_path, std::ios::binary);
   if (!in) {
     throw ScenarioError(display_path, "",
                         std::string("cannot open the file: ") + std::strerror(errno));
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  std::string text(static_cast<size_t>(status.st_size), '\0');
+  in.read(text.data(), status.st_size);
+  text.resize(static_cast<size_t>(in.gcount()));
   if (in.bad()) {
     throw ScenarioError(display_path, "",
                         std::string("cannot read the file: ") + std::strerror(errno));
   }
-  return parse_json_text(buffer.str(), display_path, dialect);
+  return parse_json_text(text, display_path, dialect);
 }
 
 }  // namespace trainrepro

@@ -3,7 +3,7 @@
 #include <regex>
 
 #include "harness/scenario/json_document.h"
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/scenario_error.h"
 #include "models/model_data_fit.h"
 
 namespace trainrepro {
@@ -198,6 +198,11 @@ Scenario load_scenario(const std::string& file) {
     root.fail_at("/deepspeed/optimizer/type", scenario.deepspeed.optimizer_not_implemented);
   }
   scenario.world_size = root.optional_int("world_size", 1, 1);
+  // More ranks than any cluster has; beyond this the batch products could overflow.
+  if (scenario.world_size > kLargestWorldSize) {
+    root.fail("world_size", "expected at most " + std::to_string(kLargestWorldSize) +
+                                " ranks, found " + std::to_string(scenario.world_size));
+  }
   scenario.device = root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
 
   scenario.dtype = root.optional_enum("dtype", EngineDtype::float32, engine_dtype_spellings());

@@ -20,14 +20,14 @@ std::string rate(double bytes_per_step) { return format_bytes(bytes_per_step) + 
 
 // "; at this rate the 23 GiB of RAM run out at step ~3,100,000"
 std::string project_out_of_memory(MemoryJudgement& judgement, double bytes_per_step, int64_t used,
-                                  int64_t last_step, const char* device_memory) {
-  if (bytes_per_step <= 0.0 || judgement.capacity_bytes <= 0) return "";
-  const double steps_left = (judgement.capacity_bytes - used) / bytes_per_step;
+                                  int64_t capacity, int64_t last_step, const char* device_memory) {
+  if (bytes_per_step <= 0.0 || capacity <= 0) return "";
+  const double steps_left = (capacity - used) / bytes_per_step;
   const int64_t step = last_step + static_cast<int64_t>(std::max(0.0, steps_left));
   if (!judgement.out_of_memory_step || step < *judgement.out_of_memory_step) {
     judgement.out_of_memory_step = step;
   }
-  return "; at this rate the " + format_bytes(static_cast<double>(judgement.capacity_bytes)) +
+  return "; at this rate the " + format_bytes(static_cast<double>(capacity)) +
          " of " + device_memory + " run out at step ~" + with_thousands(step);
 }
 
@@ -119,7 +119,7 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   judgement.capacity_bytes = cuda ? cuda_device_capacity_bytes(0) : physical_ram_bytes();
 
   std::vector<double> tensor, host, reserved;
-  int64_t last_step = 0, last_used = 0;
+  int64_t last_step = 0, last_used = 0, last_host_resident = 0;
   for (const MemorySample& sample : trace.memory) {
     judgement.peak_tensor_bytes =
         std::max(judgement.peak_tensor_bytes,
@@ -133,6 +133,7 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
     reserved.push_back(static_cast<double>(sample.cuda_reserved_bytes));
     last_step = sample.optimizer_step;
     last_used = cuda ? sample.cuda_reserved_bytes : sample.resident_bytes;
+    last_host_resident = sample.resident_bytes;
   }
 
   if (judgement.evaluation_peak_bytes_no_grad > 0 &&
@@ -173,12 +174,15 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   judgement.survivors =
       count_survivors_by_step(trace.live_at_end, first_step, last_step, judgement.window);
 
-  // A leak is a step that leaves allocations alive, in every window: on the CPU the allocator
-  // knows each survivor's birth step; CUDA's allocator does not, so there live bytes must grow
-  // in every window. Bytes per step are reported, never thresholded.
-  const bool leak =
-      cuda ? judgement.tensor.grows_in_every_window && judgement.tensor.bytes_per_step > 0.0
-           : judgement.survivors.in_every_window;
+  // A leak is a step that leaves allocations alive, in every window: the counting CPU allocator
+  // knows each CPU survivor's birth step; CUDA's allocator does not, so there live bytes must
+  // grow in every window. On a CUDA run the CPU survivors count too: tensors moved off the
+  // device (outputs.detach().cpu()) and kept still pile up, in host memory. Bytes per step are
+  // reported, never thresholded.
+  const bool device_leak =
+      cuda && judgement.tensor.grows_in_every_window && judgement.tensor.bytes_per_step > 0.0;
+  const bool host_tensor_leak = cuda && !device_leak && judgement.survivors.in_every_window;
+  const bool leak = cuda ? device_leak || host_tensor_leak : judgement.survivors.in_every_window;
   if (cuda && judgement.cuda_reserved.grows_in_every_window && !leak) {
     judgement.notes += std::string(judgement.notes.empty() ? "" : "; ") +
                        "CUDA reserved memory grows by " +
@@ -199,23 +203,34 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
       judgement.survivors.allocations_per_step *
       static_cast<double>(std::max<int64_t>(trace.tensor_bookkeeping_bytes, 1));
   const bool graph_kept = !cuda && judgement.host.bytes_per_step > 2.0 * bookkeeping;
-  const char* device_memory = cuda ? "GPU memory" : "RAM";
-  const std::string measured = describe_leak_measurement(judgement, cuda) + where + ": " +
+  const char* device_memory = cuda && !host_tensor_leak ? "GPU memory" : "RAM";
+  const std::string measured = describe_leak_measurement(judgement, cuda && !host_tensor_leak) +
+                               (host_tensor_leak ? " on the GPU, while CPU tensors survive" : "") +
+                               where + ": " +
                                judgement.surviving + ". " +
                                explain_leak_by_habit(scenario.loop, graph_kept);
   if (graph_kept) {
     judgement.diagnoses.push_back(DiagnosisKind::host_memory_leak);
     judgement.explanations.push_back(measured +
                                      project_out_of_memory(judgement, judgement.host.bytes_per_step,
-                                                           last_used, last_step, device_memory));
+                                                           last_used, judgement.capacity_bytes,
+                                                           last_step, device_memory));
   }
   judgement.diagnoses.push_back(DiagnosisKind::tensor_memory_leak);
+  // CPU tensors kept by a CUDA run grow RAM by what survives, not by the device's trend.
+  const double growth = host_tensor_leak ? judgement.survivors.bytes_per_step
+                                         : judgement.tensor.bytes_per_step;
+  const std::string out_of_memory =
+      host_tensor_leak
+          ? project_out_of_memory(judgement, growth, last_host_resident, physical_ram_bytes(),
+                                  last_step, device_memory)
+          : project_out_of_memory(judgement, growth, last_used, judgement.capacity_bytes,
+                                  last_step, device_memory);
   judgement.explanations.push_back(
       (graph_kept ? "the kept tensors themselves: live tensor memory grows by " +
                         rate(judgement.tensor.bytes_per_step)
                   : measured) +
-      project_out_of_memory(judgement, judgement.tensor.bytes_per_step, last_used, last_step,
-                            device_memory));
+      out_of_memory);
   return judgement;
 }
 

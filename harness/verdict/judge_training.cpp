@@ -252,8 +252,8 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
     if (zero.judged) {
       verdict.found += "; model states " + format_bytes(zero.measured.total()) + " (" +
                        std::to_string(zero.model_states_ratio).substr(0, 5) +
-                       "x the ZeRO formula), sent " + format_bytes(zero.bytes_sent_per_step) +
-                       "/step (" + std::to_string(zero.traffic_ratio).substr(0, 5) + "x)";
+                       "x the ZeRO formula), collectives (ring model) " +
+                       format_bytes(zero.ring_bytes_per_step) + "/step (" + std::to_string(zero.traffic_ratio).substr(0, 5) + "x)";
     }
     if (!memory.notes.empty()) verdict.found += "; " + memory.notes;
     verdict.outcome = scenario.expect.outcome == ExpectedOutcome::pass ? Outcome::passed

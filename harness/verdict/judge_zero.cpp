@@ -102,19 +102,20 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
             "x, more than 5% off): the engine does not partition as the stage says");
   }
 
-  judgement.bytes_sent_per_step = last.bytes_sent;
-  judgement.expected_bytes_sent_per_step = expected_bytes_sent_per_step(
+  judgement.ring_bytes_per_step = last.ring_bytes;
+  judgement.expected_ring_bytes_per_step = expected_ring_bytes_per_step(
       plan.zero_stage, plan.batch.world_size, plan.batch.gradient_accumulation_steps,
       judgement.partitioned_numel * element);
   judgement.traffic_ratio =
-      ratio(judgement.bytes_sent_per_step, judgement.expected_bytes_sent_per_step);
+      ratio(judgement.ring_bytes_per_step, judgement.expected_ring_bytes_per_step);
   judgement.traffic_judged = figures_judged && !scenario.loop.evaluation.has_value();
   if (judgement.traffic_judged && std::abs(judgement.traffic_ratio - 1.0) > kZeroFormulaTolerance) {
     add(judgement, DiagnosisKind::traffic_differs_from_zero,
-        "rank 0 sent " + format_bytes(judgement.bytes_sent_per_step) +
-            " in the last optimizer step; " + stage_text(judgement) + " with GAS " +
-            std::to_string(plan.batch.gradient_accumulation_steps) + " should send " +
-            format_bytes(judgement.expected_bytes_sent_per_step) + " (" +
+        "rank 0 handed " + format_bytes(judgement.ring_bytes_per_step) +
+            " to collectives in the last optimizer step (ring model: (N-1)/N of each buffer); " +
+            stage_text(judgement) + " with GAS " +
+            std::to_string(plan.batch.gradient_accumulation_steps) + " should hand them " +
+            format_bytes(judgement.expected_ring_bytes_per_step) + " (" +
             std::to_string(judgement.traffic_ratio) + "x, more than 5% off)");
   }
 

@@ -31,8 +31,8 @@ struct ZeroJudgement {
   // reported, but a difference from the formulas is the loop's doing and is not a diagnosis.
   std::string not_judged_reason;
   bool traffic_judged = false;      // evaluations gather parameters too: then only reported
-  int64_t bytes_sent_per_step = 0;  // rank 0, the last optimizer step
-  int64_t expected_bytes_sent_per_step = 0;
+  int64_t ring_bytes_per_step = 0;  // rank 0, the last optimizer step
+  int64_t expected_ring_bytes_per_step = 0;
   double traffic_ratio = 0.0;
   int64_t tensor_bytes_at_boundary = 0;  // live tensors on the device after the last step
   int64_t harness_tensor_bytes = 0;      // the harness's own recorded copies, not among those

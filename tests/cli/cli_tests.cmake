@@ -25,8 +25,20 @@ add_cli_test(config-resolve-reports-missing-file 2
   [=[tests/data/ds_configs/absent\.json: cannot open the file: No such file or directory]=]
   config resolve ${data}/ds_configs/absent.json)
 add_cli_test(config-resolve-rejects-zero-world-size 2
-  [=[--world-size]=]
+  [=[--world-size: Value 0 not in range 1 to 1048576]=]
   config resolve ${data}/ds_configs/tb_and_micro.json --world-size 0)
+# int64 arithmetic once wrapped: this world size was accepted for tb 2, mb 3, and mb 2^40 x
+# GAS 2^24 reported "Train batch size: 0".
+add_cli_test(config-resolve-rejects-absurd-world-size 2
+  [=[--world-size: Value 6148914691236517206 not in range 1 to 1048576]=]
+  config resolve ${data}/ds_configs/tb_and_micro.json --world-size 6148914691236517206)
+add_cli_test(config-resolve-refuses-a-batch-product-beyond-int64 2
+  [=[batch_product_overflows\.json: the batch arithmetic gives train_micro_batch_size_per_gpu \* gradient_accumulation_steps \* world_size 1099511627776 \* 16777216 \* 1 = 18446744073709551616 samples per optimizer step, beyond the 2\^62]=]
+  config resolve ${data}/ds_configs/batch_product_overflows.json)
+# 1e400 once ended in "internal error … number overflow" (exit 3).
+add_cli_test(config-resolve-locates-a-number-out-of-range 2
+  [=[number_out_of_range\.json:3:51: invalid JSON: the number 1e400 is out of range]=]
+  config resolve ${data}/ds_configs/number_out_of_range.json)
 
 # --- run: bad scenarios are errors (exit 2) and write nothing -------------------------------
 add_cli_test(run-malformed-json 2
@@ -132,3 +144,19 @@ add_cli_test(config-resolve-reads-removed-key-in-0.16.9 0
 add_cli_test(config-resolve-names-known-releases 2
   [=[--deepspeed-version: expected a DeepSpeed release this harness knows \(0\.16\.9 \(also used for 0\.16\.x\), 0\.19\.8\), found "0\.18\.0"]=]
   config resolve ${data}/ds_configs/removed_elasticity.json --deepspeed-version 0.18.0)
+
+# --- stopping: SIGTERM / SIGINT to the parent while ranks run leaves nothing behind ----------
+add_test(NAME cli/stop-signal-kills-the-ranks-and-cleans-up
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/stop_signal_test.py
+                 $<TARGET_FILE:trainrepro> scenarios/zero/stage0-2ranks-gas4-sgd.json
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli/stop-signal-kills-the-ranks-and-cleans-up PROPERTIES
+                     LABELS "cli;distributed" TIMEOUT 240 PROCESSORS 2)
+
+# --- discovery: one bad entry is that entry's error; the good scenario beside it still runs ---
+add_cli_test(symlink-loop-and-dangling-link-do-not-stop-the-others 2
+  [=[dangling\.json: a symbolic link to nothing \(dangling\); not read.*loop\.json: a symbolic link loop; not read.*reproduced +discovery-good]=]
+  run ${data}/discovery)
+add_cli_test(same-file-given-twice-runs-once 0
+  [=[1 scenario: 0 passed, 1 reproduced.*discovery/good\.json: given twice \(as tests/data/discovery/good\.json\); it runs once]=]
+  run ${data}/discovery/good.json ${data}/discovery/../discovery/good.json)

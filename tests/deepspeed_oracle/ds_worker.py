@@ -151,6 +151,7 @@ def run(job, rank, world_size, record):
     stepping = loop.get("stepping", "every_micro_step")
     normalisation = loop.get("token_normalisation", "whole_batch")
     forward = loop.get("forward", "engine")
+    managed = job["deepspeed"].get("managed_gradient_accumulation", True)
     micro_step_limit = steps_wanted * gas * gas + gas
     window_items = None
     m = 0
@@ -194,7 +195,9 @@ def run(job, rank, world_size, record):
                     pending["through_engine"] = False
                     optimizer.step()
             else:
-                if engine.is_gradient_accumulation_boundary():
+                # Unmanaged accumulation (0.19.4+): every step() is the boundary, and
+                # is_gradient_accumulation_boundary() is True only while step() runs.
+                if engine.is_gradient_accumulation_boundary() or not managed:
                     snapshot_gradients()
                     pending["through_engine"] = True
                 engine.step()

@@ -248,7 +248,9 @@ def predict(hypothesis, model, parameters, source, engine, step, previous_gradie
         return [w / gas for w in window]
     if hypothesis == "zeroed_inside_window":
         return [g / window_items for g in sums[-1]]
-    if hypothesis == "optimizer_every_micro_step":
+    # Both step after the window's first micro-batch with 1/GAS of its gradient (unmanaged
+    # accumulation: every engine.step() is a boundary, engine.backward still divides by GAS).
+    if hypothesis in ("optimizer_every_micro_step", "unmanaged_gradient_accumulation"):
         return [g / window_items for g in sums[0]]
     if hypothesis == "per_micro_batch_token_normalisation":
         return [sum(s[i] / (n * gas) for s, n in zip(sums, items)) for i in range(len(sums[0]))]

@@ -39,7 +39,7 @@ TEST_F(NcclOnGpu, CollectivesSumGatherAndScatterCudaTensors) {
   at::Tensor shard = at::empty({3}, cuda);
   communicator_->reduce_scatter_sum(at::ones({3 * n}, cuda), shard);
   EXPECT_TRUE(at::allclose(shard.cpu(), at::full({3}, static_cast<double>(n), at::kFloat)));
-  EXPECT_EQ(communicator_->bytes_sent(), (2 * 24 + 8 * n + 12 * n) * (n - 1) / n);
+  EXPECT_EQ(communicator_->ring_bytes(), (2 * 24 + 8 * n + 12 * n) * (n - 1) / n);
 }
 
 // Every ZeRO stage on CUDA through NCCL ends where stage 0 on the CPU does, in float64.

@@ -106,8 +106,8 @@ TEST_P(ZeroEngineAcrossRanks, MatchesOneRankAndTheZeroFormulas) {
 
   // Plus one all-reduced float64 for the clipping norm where gradients are partitioned.
   const int64_t norm_bytes = stage >= 1 ? 2 * 8 * (ranks - 1) / ranks : 0;
-  EXPECT_EQ(zero.events.back().bytes_sent,
-            expected_bytes_sent_per_step(stage, ranks, kGas, padded * 8) + norm_bytes);
+  EXPECT_EQ(zero.events.back().ring_bytes,
+            expected_ring_bytes_per_step(stage, ranks, kGas, padded * 8) + norm_bytes);
 }
 
 INSTANTIATE_TEST_SUITE_P(Stages, ZeroEngineAcrossRanks, ::testing::Values(0, 1, 2, 3));

@@ -40,6 +40,23 @@ TEST_F(AtomicWrite, CreatesFoldersAndLeavesNoTemporaryFile) {
   EXPECT_EQ(files, 1u);
 }
 
+// The old temporary name was predictable (<name>.tmp.<pid>): a link planted there redirected the
+// write outside the folder. Now the temporary is created exclusively under a random name, and a
+// link at the target itself is replaced, never followed.
+TEST_F(AtomicWrite, NeverWritesThroughAPlantedSymlink) {
+  fs::create_directories(directory_ / "results");
+  const fs::path outside = directory_ / "outside.txt";
+  write_file_atomically(outside, "precious");
+  const fs::path target = directory_ / "results" / "result.json";
+  fs::create_symlink(outside, target.string() + ".tmp." + std::to_string(::getpid()));
+  fs::create_symlink(outside, target);
+  write_file_atomically(target, "new result");
+  EXPECT_EQ(read(outside), "precious");
+  EXPECT_FALSE(fs::is_symlink(target));
+  EXPECT_EQ(read(target), "new result");
+  EXPECT_EQ(fs::status(target).permissions() & fs::perms::others_read, fs::perms::others_read);
+}
+
 TEST_F(AtomicWrite, ReplacesExistingContentWhole) {
   const fs::path target = directory_ / "result.json";
   write_file_atomically(target, std::string(100000, 'a'));

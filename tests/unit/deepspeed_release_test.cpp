@@ -5,7 +5,7 @@
 #include "harness/scenario/json_document.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/plan.h"
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/scenario_error.h"
 #include "scenario_file_fixture.h"
 
 namespace trainrepro {

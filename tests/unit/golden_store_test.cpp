@@ -2,7 +2,10 @@
 // missing, stale (the scenario changed), corrupt — is an error naming the regenerate command.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <thread>
+#include <vector>
 
 #include <ATen/ATen.h>
 
@@ -79,6 +82,72 @@ TEST_F(GoldenStore, CorruptFileFailsItsChecksum) {
   const std::string error = error_loading(scenario_);
   EXPECT_NE(error.find(path + ": checksum mismatch"), std::string::npos) << error;
   EXPECT_NE(error.find("golden --update"), std::string::npos) << error;
+}
+
+// A hand-edited manifest entry (sha256 a number) or a golden path that is a folder once ended
+// the whole run with exit 3; each is now an error for that golden alone.
+TEST_F(GoldenStore, BadManifestEntryOrFolderIsThisGoldensErrorAlone) {
+  const std::string path = write_golden(golden_dir_, compute_golden(scenario_));
+  const std::string manifest = golden_dir_ + "/manifest.json";
+  nlohmann::json entries;
+  std::ifstream(manifest) >> entries;
+  const std::string name = std::filesystem::path(path).filename().string();
+  entries["goldens"][name]["sha256"] = 42;
+  std::ofstream(manifest) << entries.dump();
+  EXPECT_EQ(error_loading(scenario_).rfind(manifest + ":/goldens/" + name +
+                                               ": expected an object with a \"sha256\" string, "
+                                               "found the number 42",
+                                           0),
+            0u)
+      << error_loading(scenario_);
+
+  write_golden(golden_dir_, compute_golden(scenario_));  // a good manifest again
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);
+  EXPECT_EQ(error_loading(scenario_).rfind(path + ": listed in the manifest but not a regular file",
+                                           0),
+            0u)
+      << error_loading(scenario_);
+}
+
+// Concurrent `golden --update` runs on one folder once lost manifest entries (3 of 5 rounds
+// left 16 goldens but 14-15 entries). Four writers at once, four goldens each: every one listed.
+TEST_F(GoldenStore, ConcurrentUpdatesKeepEveryManifestEntry) {
+  std::vector<Golden> goldens;
+  for (int seed = 0; seed < 16; ++seed) {
+    nlohmann::json scenario = valid_scenario();
+    scenario["name"] = "seed-" + std::to_string(seed);
+    scenario["model"]["seed"] = 100 + seed;
+    scenario["golden"]["steps"] = 1;
+    goldens.push_back(compute_golden(load_scenario(
+        write("seed-" + std::to_string(seed) + ".json", scenario.dump()))));
+  }
+  std::vector<std::thread> writers;
+  for (int writer = 0; writer < 4; ++writer) {
+    writers.emplace_back([&, writer] {
+      for (int i = writer; i < 16; i += 4) write_golden(golden_dir_, goldens[i]);
+    });
+  }
+  for (std::thread& writer : writers) writer.join();
+  nlohmann::json manifest;
+  std::ifstream(golden_dir_ + "/manifest.json") >> manifest;
+  EXPECT_EQ(manifest["goldens"].size(), 16u);
+}
+
+// Killed after the manifest named the new golden but before the rename, the new golden (still
+// <name>.next) is the one read; a .next the manifest does not name is ignored.
+TEST_F(GoldenStore, UpdateKilledBeforeTheRenameReadsTheManifestedFile) {
+  const std::string path = write_golden(golden_dir_, compute_golden(scenario_));
+  std::filesystem::copy_file(path, path + ".next");
+  std::ofstream(path, std::ios::trunc) << "the old golden, whatever it was";
+  EXPECT_EQ(check_golden(golden_dir_, scenario_), "");
+  EXPECT_EQ(load_golden(golden_dir_, scenario_).steps.size(), 2u);
+
+  write_golden(golden_dir_, compute_golden(scenario_));  // finishes cleanly
+  EXPECT_FALSE(std::filesystem::exists(path + ".next"));
+  std::ofstream(path + ".next") << "an unfinished write";
+  EXPECT_EQ(check_golden(golden_dir_, scenario_), "");
+  EXPECT_EQ(load_golden(golden_dir_, scenario_).steps.size(), 2u);
 }
 
 TEST_F(GoldenStore, ConfigErrorScenariosNeedNoGolden) {

@@ -47,7 +47,7 @@ class JudgeZero : public ::testing::Test {
     trace_.initial_parameters = {at::zeros({kNumel})};  // the judge pads from the shapes
     OptimizerStepRecord step;
     step.model_states = hand_count(stage, ranks).held;
-    step.bytes_sent = hand_count(stage, ranks).sent;
+    step.ring_bytes = hand_count(stage, ranks).sent;
     trace_.steps = {step, step};
     MemorySample boundary;
     boundary.point = SamplePoint::boundary;
@@ -96,7 +96,7 @@ TEST_F(JudgeZero, UnpartitionedOptimizerStateAtStageOneFails) {
 TEST_F(JudgeZero, ReducingAtTheBoundaryOnlyAtStageTwoIsCaughtByTraffic) {
   make_run(2, 2);
   // Stage 0/1 traffic (2Ψ) where stage 2 with GAS 4 reduce-scatters every micro-step (5Ψ).
-  trace_.steps.back().bytes_sent = hand_count(1, 2).sent;
+  trace_.steps.back().ring_bytes = hand_count(1, 2).sent;
   const ZeroJudgement judgement = judge();
   ASSERT_EQ(judgement.diagnoses.size(), 1u);
   EXPECT_EQ(judgement.diagnoses[0], DiagnosisKind::traffic_differs_from_zero);
@@ -106,7 +106,7 @@ TEST_F(JudgeZero, ReducingAtTheBoundaryOnlyAtStageTwoIsCaughtByTraffic) {
 TEST_F(JudgeZero, TrafficIsOnlyReportedWhenTheLoopEvaluates) {
   make_run(3, 2);
   scenario_.loop.evaluation = EvaluationSpec{};
-  trace_.steps.back().bytes_sent *= 2;
+  trace_.steps.back().ring_bytes *= 2;
   const ZeroJudgement judgement = judge();
   EXPECT_FALSE(judgement.traffic_judged);
   EXPECT_TRUE(judgement.diagnoses.empty());
@@ -124,7 +124,7 @@ TEST_F(JudgeZero, WholeModelAliveBeyondStageThreeStatesIsGatheredParametersKept)
 
 TEST_F(JudgeZero, ALoopThatDoesNotDriveTheEngineIsNotBlamedOnTheEngine) {
   make_run(2, 2);
-  trace_.steps.back().bytes_sent *= 4;  // GAS windows per boundary: four times the traffic
+  trace_.steps.back().ring_bytes *= 4;  // GAS windows per boundary: four times the traffic
   scenario_.loop.stepping = SteppingHabit::once_per_window;
   const ZeroJudgement judgement = judge();
   EXPECT_TRUE(judgement.diagnoses.empty());

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "harness/scenario/load_scenario.h"
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/scenario_error.h"
 #include "tests/unit/scenario_file_fixture.h"
 
 namespace trainrepro {

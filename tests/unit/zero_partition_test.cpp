@@ -46,15 +46,15 @@ TEST(ZeroFormulas, ModelStatesPerRankFollowThePaper) {
 
 TEST(ZeroFormulas, TrafficPerStepIsTwiceTheModelAndOneAndAHalfTimesThatAtStageThree) {
   // Ψ = 4000 bytes on 2 ranks: a ring collective sends (N-1)/N of its buffer.
-  EXPECT_EQ(expected_bytes_sent_per_step(0, 2, 1, 4000), 4000);  // 2Ψ(N-1)/N
-  EXPECT_EQ(expected_bytes_sent_per_step(1, 2, 1, 4000), 4000);
-  EXPECT_EQ(expected_bytes_sent_per_step(2, 2, 1, 4000), 4000);
-  EXPECT_EQ(expected_bytes_sent_per_step(3, 2, 1, 4000), 6000);  // 1.5x
+  EXPECT_EQ(expected_ring_bytes_per_step(0, 2, 1, 4000), 4000);  // 2Ψ(N-1)/N
+  EXPECT_EQ(expected_ring_bytes_per_step(1, 2, 1, 4000), 4000);
+  EXPECT_EQ(expected_ring_bytes_per_step(2, 2, 1, 4000), 4000);
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 1, 4000), 6000);  // 1.5x
   // GAS 4: stage 2 reduce-scatters every micro-step, stage 3 also gathers every micro-step.
-  EXPECT_EQ(expected_bytes_sent_per_step(0, 2, 4, 4000), 4000);
-  EXPECT_EQ(expected_bytes_sent_per_step(2, 2, 4, 4000), 10000);
-  EXPECT_EQ(expected_bytes_sent_per_step(3, 2, 4, 4000), 24000);
-  EXPECT_EQ(expected_bytes_sent_per_step(3, 1, 4, 4000), 0);
+  EXPECT_EQ(expected_ring_bytes_per_step(0, 2, 4, 4000), 4000);
+  EXPECT_EQ(expected_ring_bytes_per_step(2, 2, 4, 4000), 10000);
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 4, 4000), 24000);
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 1, 4, 4000), 0);
 }
 
 struct OneRankRun {

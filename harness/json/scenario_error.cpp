@@ -1,14 +1,16 @@
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/scenario_error.h"
 
 #include <utility>
+
+#include "harness/json/printable.h"
 
 namespace trainrepro {
 namespace {
 
 std::string format_located(const std::string& file, const std::string& location,
                            const std::string& message) {
-  if (location.empty()) return file + ": " + message;
-  return file + ":" + location + ": " + message;
+  if (location.empty()) return printable(file + ": " + message);
+  return printable(file + ":" + location + ": " + message);
 }
 
 }  // namespace

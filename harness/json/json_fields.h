@@ -1,4 +1,6 @@
-// Strict reading of the JSON objects we own (scenario sections, model options). Every read
+// Strict reading of the JSON objects we own (scenario sections, model options). It lives below
+// both scenario/ and models/, which read their sections with it, so neither includes the other.
+// Every read
 // checks the type and range and records the key; `reject_unknown_keys()` then refuses any key
 // nobody read, so a typo such as "gradient_acumulation_steps" fails loudly instead of silently
 // falling back to a default. Every error names the file and the JSON pointer of the value.

@@ -1,9 +1,9 @@
-#include "harness/scenario/json_fields.h"
+#include "harness/json/json_fields.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "harness/scenario/scenario_error.h"
+#include "harness/json/scenario_error.h"
 
 namespace trainrepro {
 namespace {
