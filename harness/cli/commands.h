@@ -22,11 +22,13 @@ struct RunArgs {
   std::string filter;       // ECMAScript regex on scenario name or file; empty: all
   std::optional<DeviceChoice> device;
   int rank_timeout_seconds = 600;
+  bool allow_large = false;  // run scenarios the resource check refuses
 };
 int run_scenarios(const RunArgs& args);
 
 struct GoldenArgs {
   bool update = false;  // else: check
+  bool allow_large = false;  // compute goldens the resource check refuses
   std::vector<std::string> paths = {"scenarios"};
   std::string golden_dir = "golden";
 };

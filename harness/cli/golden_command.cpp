@@ -1,15 +1,20 @@
 // `trainrepro golden --update|--check [PATH…]`: the only way goldens are written (`run` only
 // reads them), and the check that every scenario's golden exists, matches its key and is intact.
+#include <algorithm>
 #include <iostream>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "harness/cli/commands.h"
 #include "harness/cli/scenario_discovery.h"
 #include "harness/golden/golden_key.h"
 #include "harness/golden/golden_run.h"
 #include "harness/golden/golden_store.h"
+#include "harness/memory/host_memory.h"
+#include "harness/pipeline/resource_check.h"
 #include "harness/pipeline/run_scenario.h"
+#include "harness/scenario/plan.h"
 #include "harness/verdict/verdict.h"
 
 namespace trainrepro {
@@ -33,7 +38,29 @@ bool load_scenarios_needing_goldens(const std::vector<std::string>& paths,
   return all_loaded;
 }
 
-int update_goldens(const std::vector<Scenario>& scenarios, const std::string& golden_dir) {
+// A golden of a scenario this machine cannot hold would crash half-way; refused first, unless
+// --allow-large.
+bool fits_this_machine(const Scenario& scenario) {
+  const PlanResolution resolution = resolve_plan(scenario, Device::cpu);
+  const Plan* plan = std::get_if<Plan>(&resolution);
+  if (plan == nullptr) return true;  // a refused config trains nothing
+  const MachineCapacity machine{
+      physical_ram_bytes(), 0,
+      std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()))};
+  if (auto refusal = refuse_beyond_machine(scenario, *plan, machine)) {
+    std::cerr << *refusal << "\n";
+    return false;
+  }
+  return true;
+}
+
+int update_goldens(const std::vector<Scenario>& scenarios, const GoldenArgs& args) {
+  if (!args.allow_large) {
+    bool all_fit = true;
+    for (const Scenario& scenario : scenarios) all_fit = fits_this_machine(scenario) && all_fit;
+    if (!all_fit) return kExitBadInput;
+  }
+  const std::string& golden_dir = args.golden_dir;
   // Scenarios sharing a key (a bug and its fixed twin) share one golden, computed once.
   std::map<std::string, std::vector<const Scenario*>> by_file;
   for (const Scenario& scenario : scenarios) {
@@ -74,7 +101,7 @@ int check_goldens(const std::vector<Scenario>& scenarios, const std::string& gol
 int run_golden(const GoldenArgs& args) {
   std::vector<Scenario> scenarios;
   if (!load_scenarios_needing_goldens(args.paths, scenarios)) return kExitBadInput;
-  return args.update ? update_goldens(scenarios, args.golden_dir)
+  return args.update ? update_goldens(scenarios, args)
                      : check_goldens(scenarios, args.golden_dir);
 }
 

@@ -66,6 +66,9 @@ int main(int argc, char** argv) {
   run->add_option("--rank-timeout", run_args.rank_timeout_seconds,
                   "seconds a multi-rank scenario may take before its ranks are killed (600)")
       ->check(CLI::PositiveNumber);
+  run->add_flag("--allow-large", run_args.allow_large,
+                "run scenarios that need more memory or processes than this machine has "
+                "(refused with exit 2 otherwise)");
   run->footer(kExitCodes);
 
   GoldenArgs golden_args;
@@ -81,6 +84,8 @@ int main(int argc, char** argv) {
       golden->add_flag("--check", check, "verify every golden exists, matches and is intact");
   update->excludes(check_flag);
   golden->add_option("--golden-dir", golden_args.golden_dir, "default golden");
+  golden->add_flag("--allow-large", golden_args.allow_large,
+                   "compute goldens that need more memory than this machine has");
   golden->footer(kExitCodes);
 
   RankRunArgs rank_args;

@@ -29,6 +29,7 @@ int run_rank(const RankRunArgs& args) {
     options.cuda_available = cuda_is_available();
     options.cuda_devices = cuda_device_count();
     options.golden_dir = args.golden_dir;
+    options.allow_large = true;  // the launching process checked the resources already
     result = run_loaded_scenario(*attempt.scenario, options);
   }
   if (rank != 0) return kExitOk;

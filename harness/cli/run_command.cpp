@@ -58,6 +58,7 @@ int run_scenarios(const RunArgs& args) {
   options.golden_dir = args.golden_dir;
   options.rank_timeout_seconds = args.rank_timeout_seconds;
   options.launcher_world_size = launcher_world_size();
+  options.allow_large = args.allow_large;
 
   std::vector<ScenarioResult> results;
   // A path that could not be read is that entry's error; the others run.

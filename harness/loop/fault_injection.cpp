@@ -5,15 +5,26 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+#include <string>
 
 namespace trainrepro {
 namespace {
 
+// A fault that can never fire (a step 0, a typo) would let a test pass without testing
+// anything, so a malformed value is an error naming the variable.
 bool fault_due(const char* variable, int64_t rank, int64_t step) {
   const char* value = std::getenv(variable);
+  if (value == nullptr) return false;
   long long fault_rank = -1, fault_step = -1;
-  return value != nullptr && std::sscanf(value, "%lld:%lld", &fault_rank, &fault_step) == 2 &&
-         fault_rank == rank && fault_step == step;
+  char rest = '\0';
+  if (std::sscanf(value, "%lld:%lld%c", &fault_rank, &fault_step, &rest) != 2 || fault_rank < 0 ||
+      fault_step < 1) {
+    throw std::runtime_error(std::string(variable) + "=\"" + value +
+                             "\": expected RANK:STEP with RANK >= 0 and STEP >= 1 (the fault "
+                             "fires after that many optimizer steps)");
+  }
+  return fault_rank == rank && fault_step == step;
 }
 
 }  // namespace

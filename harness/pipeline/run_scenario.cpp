@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "harness/distributed/communicator.h"
 #include "harness/distributed/mpi_session.h"
@@ -17,6 +18,9 @@
 #include "harness/engine/runtime_info.h"
 #include "harness/golden/golden_store.h"
 #include "harness/loop/training_loop.h"
+#include "harness/memory/cuda_memory.h"
+#include "harness/memory/host_memory.h"
+#include "harness/pipeline/resource_check.h"
 #include "harness/report/results_json.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/json/scenario_error.h"
@@ -224,6 +228,16 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
   if (auto reason = unsupported_by_engine(scenario, plan)) {
     result.verdict = error_verdict(ErrorSource::scenario, *reason);
     return;
+  }
+  if (!options.allow_large) {
+    const MachineCapacity machine{
+        physical_ram_bytes(),
+        plan.device == Device::cuda ? cuda_device_capacity_bytes(0) : 0,
+        std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()))};
+    if (auto refusal = refuse_beyond_machine(scenario, plan, machine)) {
+      result.verdict = error_verdict(ErrorSource::scenario, *refusal);
+      return;
+    }
   }
   if (plan.batch.world_size > 1 && !launched_by_mpi()) {
     run_on_ranks(scenario, plan, options, result);

@@ -18,6 +18,8 @@ struct RunOptions {
   // Ranks an outside launcher (mpirun, srun) started this process among; scenarios of another
   // world size are skipped under such a launch. 1 when there is none.
   int launcher_world_size = 1;
+  // Runs a scenario the resource check refuses (`run --allow-large`); ranks never re-check.
+  bool allow_large = false;
 };
 
 // The load stage alone, as a result when it fails (outcome error, source scenario).

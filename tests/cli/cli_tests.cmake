@@ -115,6 +115,13 @@ add_cli_test(hung-rank-is-killed-after-the-timeout 3
 set_tests_properties(cli/hung-rank-is-killed-after-the-timeout PROPERTIES
                      ENVIRONMENT "TRAINREPRO_FAULT_HANG_RANK=1:1" LABELS "cli;distributed"
                      TIMEOUT 120)
+# A fault that can never fire once passed silently (step 0: optimizer steps count from 1).
+add_cli_test(fault-that-cannot-fire-is-an-error 3
+  [=[TRAINREPRO_FAULT_HANG_RANK="1:0": expected RANK:STEP with RANK >= 0 and STEP >= 1]=]
+  run scenarios/zero/stage0-2ranks-gas4-sgd.json --rank-timeout 60)
+set_tests_properties(cli/fault-that-cannot-fire-is-an-error PROPERTIES
+                     ENVIRONMENT "TRAINREPRO_FAULT_HANG_RANK=1:0" LABELS "cli;distributed"
+                     TIMEOUT 120)
 add_cli_test(killed-rank-mid-gather-at-zero-stage-3-ends-the-run 3
   [=[4 ranks ended \(mpirun exit code [0-9]+\) before rank 0 wrote a result.*rank 2]=]
   run scenarios/zero/matrix-stage3-ws4-gas4-sgd.json)
@@ -160,3 +167,20 @@ add_cli_test(symlink-loop-and-dangling-link-do-not-stop-the-others 2
 add_cli_test(same-file-given-twice-runs-once 0
   [=[1 scenario: 0 passed, 1 reproduced.*discovery/good\.json: given twice \(as tests/data/discovery/good\.json\); it runs once]=]
   run ${data}/discovery/good.json ${data}/discovery/../discovery/good.json)
+
+# --- resource bombs: refused before anything is allocated, with the key to change --------------
+add_cli_test(huge-model-is-refused-before-it-is-built 2
+  [=[huge-model\.json:/model/options: this scenario needs about [0-9.]+ [KMGT]iB of RAM across 1 rank \(per rank: model states [0-9.]+ GiB for 10001100010 parameters.*mostly the model .*\), this machine has .*pass --allow-large]=]
+  run ${data}/resource_bombs/huge-model.json)
+add_cli_test(huge-micro-batch-is-refused 2
+  [=[huge-micro-batch\.json:/deepspeed/train_micro_batch_size_per_gpu: this scenario needs about .*mostly one micro-batch's activations]=]
+  run ${data}/resource_bombs/huge-micro-batch.json)
+add_cli_test(billion-steps-are-refused 2
+  [=[billion-steps\.json:/golden/steps: this scenario needs about .*mostly the golden and the recorded steps]=]
+  run ${data}/resource_bombs/billion-steps.json)
+add_cli_test(thousand-ranks-are-refused 2
+  [=[thousand-ranks\.json:/world_size: 1000 ranks would start 1001 processes on [0-9]+ cores; at most [0-9]+ ranks \(4 per core\) run here]=]
+  run ${data}/resource_bombs/thousand-ranks.json)
+add_cli_test(golden-update-refuses-a-huge-model 2
+  [=[huge-model\.json:/model/options: this scenario needs about]=]
+  golden --update ${data}/resource_bombs/huge-model.json --golden-dir @RESULTS@)

@@ -1,0 +1,88 @@
+// Sizes from options alone match the built models, and the resource check refuses what a
+// machine cannot give, pointing at the key to change, while every shipped scenario fits.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "harness/pipeline/resource_check.h"
+#include "harness/scenario/load_scenario.h"
+#include "models/model_size.h"
+#include "models/zoo_model.h"
+
+namespace trainrepro {
+namespace {
+
+int64_t built_parameter_count(const ModelOptions& options) {
+  ModelSpec spec;
+  spec.name = std::holds_alternative<MlpOptions>(options) ? "mlp" : "gpt";
+  spec.options = options;
+  int64_t count = 0;
+  for (const at::Tensor& parameter : build_model(spec, at::kFloat, at::kCPU)->parameters()) {
+    count += parameter.numel();
+  }
+  return count;
+}
+
+TEST(ModelSize, ParameterCountsMatchTheBuiltModels) {
+  for (const ModelOptions& options :
+       {ModelOptions(MlpOptions{{16, 64, 4}, Activation::relu}),
+        ModelOptions(MlpOptions{{12, 24, 24, 3}, Activation::tanh}), ModelOptions(GptOptions{}),
+        ModelOptions(GptOptions{97, 11, 24, 3, 3})}) {
+    EXPECT_EQ(parameter_count(options), built_parameter_count(options));
+  }
+}
+
+TEST(ModelSize, HugeOptionsSaturateInsteadOfWrapping) {
+  const MlpOptions huge{{int64_t{1} << 40, int64_t{1} << 40, 10}, Activation::relu};
+  EXPECT_EQ(parameter_count(huge), std::numeric_limits<int64_t>::max());
+}
+
+Scenario shipped(const std::string& relative) {
+  return load_scenario((std::filesystem::path(TRAINREPRO_SOURCE_DIR) / "scenarios" / relative)
+                           .string());
+}
+
+Plan plan_of(const Scenario& scenario) {
+  return std::get<Plan>(resolve_plan(scenario, Device::cpu));
+}
+
+TEST(ResourceCheck, EveryShippedScenarioFitsTheCiMachine) {
+  const MachineCapacity ci{int64_t{24} << 30, 0, 2};
+  int checked = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(
+           std::filesystem::path(TRAINREPRO_SOURCE_DIR) / "scenarios")) {
+    if (entry.path().extension() != ".json") continue;
+    const Scenario scenario = load_scenario(entry.path().string());
+    const PlanResolution resolution = resolve_plan(scenario, Device::cpu);
+    if (const Plan* plan = std::get_if<Plan>(&resolution)) {
+      EXPECT_EQ(refuse_beyond_machine(scenario, *plan, ci), std::nullopt) << entry.path();
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 100);
+}
+
+TEST(ResourceCheck, RefusesWhatTheMachineLacksPointingAtTheKey) {
+  const Scenario scenario = shipped("accumulation/gas-missing-fixed.json");
+  const Plan plan = plan_of(scenario);
+  const std::optional<std::string> small = refuse_beyond_machine(scenario, plan, {1 << 16, 0, 2});
+  ASSERT_TRUE(small.has_value());
+  EXPECT_NE(small->find("gas-missing-fixed.json:/"), std::string::npos) << *small;
+  EXPECT_NE(small->find("of RAM across 1 rank"), std::string::npos) << *small;
+
+  const Scenario ranks = shipped("zero/matrix-stage0-ws4-gas1-sgd.json");
+  const std::optional<std::string> one_core =
+      refuse_beyond_machine(ranks, plan_of(ranks), {int64_t{24} << 30, 0, 1});
+  EXPECT_EQ(one_core, std::nullopt);  // 4 ranks on 1 core: slow, allowed
+  Plan eight = plan_of(ranks);
+  eight.batch.world_size = 8;
+  const std::optional<std::string> too_many =
+      refuse_beyond_machine(ranks, eight, {int64_t{24} << 30, 0, 1});
+  ASSERT_TRUE(too_many.has_value());
+  EXPECT_NE(too_many->find(":/world_size: 8 ranks would start 9 processes on 1 cores"),
+            std::string::npos)
+      << *too_many;
+}
+
+}  // namespace
+}  // namespace trainrepro
