@@ -88,6 +88,30 @@ class GoldenFolderLock {
 // is an unfinished write, and absent.
 std::string next_path_of(const std::string& path) { return path + ".next"; }
 
+// Under the folder's lock no other write is under way, so what a killed update left is finished
+// here: a .next the manifest names is renamed into place, any other .next and every temporary
+// (<name>.tmp.XXXXXX) is removed.
+void finish_or_remove_unfinished_writes(const std::string& directory,
+                                        const nlohmann::json& manifest) {
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(directory, error)) {
+    const std::string file = entry.path().filename().string();
+    const bool next = file.size() > 5 && file.compare(file.size() - 5, 5, ".next") == 0;
+    if (!next && file.find(".tmp.") == std::string::npos) continue;
+    if (next && entry.is_regular_file(error)) {
+      const std::string name = file.substr(0, file.size() - 5);
+      const auto& goldens = manifest["goldens"];
+      if (goldens.contains(name) && goldens[name].is_object() &&
+          goldens[name].value("sha256", nlohmann::json()) ==
+              nlohmann::json(sha256_of_file(entry.path().string()))) {
+        fs::rename(entry.path(), entry.path().parent_path() / name, error);
+        continue;
+      }
+    }
+    fs::remove(entry.path(), error);
+  }
+}
+
 // The file whose checksum the manifest names: the golden, or its finished-but-unrenamed .next.
 std::string manifested_file(const std::string& path, const std::string& expected_sha256) {
   const std::string next = next_path_of(path);
@@ -138,6 +162,7 @@ std::string write_golden(const std::string& directory, const Golden& golden) {
   const std::string path = (fs::path(directory) / name).string();
   const std::string next = next_path_of(path);
   const GoldenFolderLock lock(directory);
+  finish_or_remove_unfinished_writes(directory, read_manifest(directory));
   write_safetensors(next, tensors, metadata);
 
   nlohmann::json manifest = read_manifest(directory);

@@ -146,8 +146,18 @@ TEST_F(GoldenStore, UpdateKilledBeforeTheRenameReadsTheManifestedFile) {
   write_golden(golden_dir_, compute_golden(scenario_));  // finishes cleanly
   EXPECT_FALSE(std::filesystem::exists(path + ".next"));
   std::ofstream(path + ".next") << "an unfinished write";
+  std::ofstream(path + ".tmp.Ab12Cd") << "a temporary of a killed write";
   EXPECT_EQ(check_golden(golden_dir_, scenario_), "");
   EXPECT_EQ(load_golden(golden_dir_, scenario_).steps.size(), 2u);
+
+  // The next update, holding the lock, clears what killed writes left.
+  nlohmann::json other = valid_scenario();
+  other["model"]["seed"] = 77;
+  other["golden"]["steps"] = 1;
+  write_golden(golden_dir_, compute_golden(load_scenario(write("other.json", other.dump()))));
+  EXPECT_FALSE(std::filesystem::exists(path + ".next"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp.Ab12Cd"));
+  EXPECT_EQ(check_golden(golden_dir_, scenario_), "");
 }
 
 TEST_F(GoldenStore, ConfigErrorScenariosNeedNoGolden) {
