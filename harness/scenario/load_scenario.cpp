@@ -153,7 +153,10 @@ std::vector<Requirement> read_requirements(ObjectReader& root) {
 }  // namespace
 
 Scenario load_scenario(const std::string& file) {
-  const nlohmann::json document = read_json_file(file);
+  return load_scenario_document(read_json_file(file), file);
+}
+
+Scenario load_scenario_document(const nlohmann::json& document, const std::string& file) {
   ObjectReader root(document, file, "");
   Scenario scenario;
   scenario.file = file;

@@ -9,4 +9,8 @@ namespace trainrepro {
 
 Scenario load_scenario(const std::string& file);
 
+// The same for a document already parsed (`file` names it in messages): what the fuzz target
+// feeds.
+Scenario load_scenario_document(const nlohmann::json& document, const std::string& file);
+
 }  // namespace trainrepro
