@@ -57,6 +57,8 @@ FLOAT32_TOLERANCE = (1.3e-6, 1e-5)  # torch.testing.assert_close's, as trainrepr
 HYPOTHESIS_THRESHOLD = 1e-4  # a float32 run reproduces a hypothesis to ~1e-6 relative
 AGREE, DISAGREE, ERROR, SKIPPED = "agree", "DISAGREE", "ERROR", "skipped"
 EXIT_SKIPPED = 77  # CTest's SKIP_RETURN_CODE for the scenario tests
+# The DeepSpeed release the oracle installs (deepspeed_env.sh): release scenarios of others are out of scope.
+DEEPSPEED_VERSION = "0.19.8"
 
 
 def installed_deepspeed_version():
@@ -67,14 +69,22 @@ def installed_deepspeed_version():
 # --- scenarios in scope ----------------------------------------------------------------------
 def zero_stage_of(scenario):
     section = scenario.get("deepspeed", {}).get("zero_optimization")
+    if isinstance(section, bool):  # the legacy form: true is stage 1
+        return 1 if section else 0
     return section.get("stage", 0) if isinstance(section, dict) else 0
 
 
 def scenarios_in_scope():
-    files = sorted((ROOT / "scenarios" / "accumulation").glob("*.json"))
-    for path in sorted((ROOT / "scenarios" / "zero").glob("*.json")):
-        if zero_stage_of(json.loads(path.read_text())) == 0:
-            files.append(path)
+    """The same list as oracle_tests.cmake: the accumulation, ZeRO and release scenarios for the
+    installed release, a refused config at any ZeRO stage, training at stage 0."""
+    files = []
+    for folder in ("accumulation", "zero", "deepspeed-versions"):
+        for path in sorted((ROOT / "scenarios" / folder).glob("*.json")):
+            scenario = json.loads(path.read_text())
+            if scenario.get("deepspeed_version", DEEPSPEED_VERSION) != DEEPSPEED_VERSION:
+                continue
+            if zero_stage_of(scenario) == 0 or scenario["expect"].get("outcome") == "config_error":
+                files.append(path)
     return files
 
 
