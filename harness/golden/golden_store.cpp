@@ -162,10 +162,11 @@ std::string write_golden(const std::string& directory, const Golden& golden) {
   const std::string path = (fs::path(directory) / name).string();
   const std::string next = next_path_of(path);
   const GoldenFolderLock lock(directory);
-  finish_or_remove_unfinished_writes(directory, read_manifest(directory));
+  // Under the lock the manifest cannot change: read once, for the clean-up and the update.
+  nlohmann::json manifest = read_manifest(directory);
+  finish_or_remove_unfinished_writes(directory, manifest);
   write_safetensors(next, tensors, metadata);
 
-  nlohmann::json manifest = read_manifest(directory);
   manifest["goldens"][name] = {{"key", golden.key},
                                {"sha256", sha256_of_file(next)},
                                {"bytes", static_cast<int64_t>(fs::file_size(next))},

@@ -7,9 +7,23 @@ if(NOT TRAINREPRO_CLANGXX)
   return()
 endif()
 
+# One fuzz target: tests/fuzz/<name>_fuzz.cpp and the harness sources it reaches, compiled by
+# clang into ${CMAKE_CURRENT_BINARY_DIR}/<name>_fuzz (target build_<name>_fuzz).
+function(add_fuzz_target name)
+  set(sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${name}_fuzz.cpp ${ARGN})
+  set(binary ${CMAKE_CURRENT_BINARY_DIR}/${name}_fuzz)
+  add_custom_command(
+    OUTPUT ${binary}
+    COMMAND ${TRAINREPRO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
+            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${sources} -o ${binary}
+    DEPENDS ${sources}
+    COMMENT "Building the ${name} fuzz target with clang (libFuzzer, ASan, UBSan)"
+    VERBATIM)
+  add_custom_target(build_${name}_fuzz ALL DEPENDS ${binary})
+endfunction()
+
 # Everything a pasted config or scenario text reaches before training; none of it needs LibTorch.
-set(config_fuzz_sources
-    ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/config_fuzz.cpp
+set(config_input_sources
     ${PROJECT_SOURCE_DIR}/harness/json/json_fields.cpp
     ${PROJECT_SOURCE_DIR}/harness/json/printable.cpp
     ${PROJECT_SOURCE_DIR}/harness/json/scenario_error.cpp
@@ -19,39 +33,20 @@ set(config_fuzz_sources
     ${PROJECT_SOURCE_DIR}/harness/scenario/batch_config.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/config_error.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/resolve_plan.cpp)
+add_fuzz_target(config ${config_input_sources})
 set(config_fuzz ${CMAKE_CURRENT_BINARY_DIR}/config_fuzz)
-add_custom_command(
-  OUTPUT ${config_fuzz}
-  COMMAND ${TRAINREPRO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
-          -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${config_fuzz_sources}
-          -o ${config_fuzz}
-  DEPENDS ${config_fuzz_sources}
-  COMMENT "Building the config fuzz target with clang (libFuzzer, ASan, UBSan)"
-  VERBATIM)
-add_custom_target(build_config_fuzz ALL DEPENDS ${config_fuzz})
 
-# The scenario loader: the config target's sources and every section's reader and the zoos.
-set(scenario_fuzz_sources
-    ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/scenario_fuzz.cpp
+# The scenario loader: every section's reader and the zoos, on top of the config's sources.
+add_fuzz_target(scenario
     ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/scenario_spellings.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/expectation.cpp
     ${PROJECT_SOURCE_DIR}/models/model_zoo.cpp
     ${PROJECT_SOURCE_DIR}/models/data_zoo.cpp
     ${PROJECT_SOURCE_DIR}/models/model_data_fit.cpp
-    ${PROJECT_SOURCE_DIR}/models/options_json.cpp)
-list(APPEND scenario_fuzz_sources ${config_fuzz_sources})
-list(REMOVE_ITEM scenario_fuzz_sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/config_fuzz.cpp)
+    ${PROJECT_SOURCE_DIR}/models/options_json.cpp
+    ${config_input_sources})
 set(scenario_fuzz ${CMAKE_CURRENT_BINARY_DIR}/scenario_fuzz)
-add_custom_command(
-  OUTPUT ${scenario_fuzz}
-  COMMAND ${TRAINREPRO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
-          -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${scenario_fuzz_sources}
-          -o ${scenario_fuzz}
-  DEPENDS ${scenario_fuzz_sources}
-  COMMENT "Building the scenario fuzz target with clang (libFuzzer, ASan, UBSan)"
-  VERBATIM)
-add_custom_target(build_scenario_fuzz ALL DEPENDS ${scenario_fuzz})
 
 # A short run from the kept corpus; new inputs go to the build folder, never the source tree.
 add_test(NAME fuzz/config-short
