@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/report/run_provenance.h"
 #include "harness/scenario/scenario.h"
 
 namespace trainrepro {
@@ -23,8 +24,16 @@ struct RunArgs {
   std::optional<DeviceChoice> device;
   int rank_timeout_seconds = 600;
   bool allow_large = false;  // run scenarios the resource check refuses
+  std::string junit_file;    // empty: no JUnit XML
+  RunProvenance provenance;  // written into every results file
 };
 int run_scenarios(const RunArgs& args);
+
+struct ReportArgs {
+  std::vector<std::string> paths;  // results folders or files
+  std::string output = "reports/out/report.html";
+};
+int run_report(const ReportArgs& args);
 
 struct GoldenArgs {
   bool update = false;  // else: check
@@ -39,6 +48,7 @@ struct RankRunArgs {
   std::string result_file;
   std::string golden_dir = "golden";
   std::optional<DeviceChoice> device;
+  RunProvenance provenance;
 };
 int run_rank(const RankRunArgs& args);
 

@@ -69,7 +69,25 @@ int main(int argc, char** argv) {
   run->add_flag("--allow-large", run_args.allow_large,
                 "run scenarios that need more memory or processes than this machine has "
                 "(refused with exit 2 otherwise)");
+  run->add_option("--junit", run_args.junit_file,
+                  "write the run as JUnit XML (one testsuite per scenario folder) to FILE");
   run->footer(kExitCodes);
+
+  ReportArgs report_args;
+  CLI::App* report = app.add_subcommand(
+      "report",
+      "Write one self-contained HTML page (summary, scenario table, curves) from results files");
+  report->add_option("RESULTS", report_args.paths,
+                     "results folders (searched for *.json) or files, from `run --results`")
+      ->required();
+  report->add_option("-o,--output", report_args.output,
+                     "the page to write (default reports/out/report.html)");
+  report->footer(
+      "Exit codes:\n"
+      "  0  the page was written from every file given\n"
+      "  2  no results found, or some files were not results files (named on stderr; the page\n"
+      "     is written from the others and lists them)\n"
+      "  3  the page could not be written\n");
 
   GoldenArgs golden_args;
   CLI::App* golden = app.add_subcommand(
@@ -120,7 +138,9 @@ int main(int argc, char** argv) {
 
   try {
     if (resolve->parsed()) return run_config_resolve(resolve_args);
+    if (report->parsed()) return run_report(report_args);
     if (rank_run->parsed()) {
+      rank_args.provenance = current_run_provenance(argc, argv);
       rank_args.device = device_choice_from(rank_device);
       return run_rank(rank_args);
     }
@@ -132,6 +152,7 @@ int main(int argc, char** argv) {
       return run_golden(golden_args);
     }
     if (run->parsed()) {
+      run_args.provenance = current_run_provenance(argc, argv);
       run_args.device = device_choice_from(device);
       return run_scenarios(run_args);
     }

@@ -40,7 +40,7 @@ int run_rank(const RankRunArgs& args) {
                                 std::to_string(snapshot.optimizer_step),
                             snapshot.pickle);
     }
-    write_file_atomically(args.result_file, result_to_json(result).dump(2) + "\n");
+    write_file_atomically(args.result_file, result_to_json(result, args.provenance).dump(2) + "\n");
   } catch (const std::exception& error) {
     std::cerr << "rank 0: cannot write the result: " << error.what() << "\n";
     return kExitInfrastructure;

@@ -8,12 +8,14 @@
 #include <sstream>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/run_progress.h"
 #include "harness/cli/scenario_discovery.h"
 #include "harness/cli/thread_budget.h"
 #include "harness/distributed/mpi_session.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/pipeline/run_scenario.h"
 #include "harness/report/console_reporter.h"
+#include "harness/report/junit_reporter.h"
 #include "harness/report/results_json.h"
 
 namespace trainrepro {
@@ -48,7 +50,11 @@ int run_scenarios(const RunArgs& args) {
   std::vector<std::unique_ptr<Reporter>> reporters;
   reporters.push_back(std::make_unique<ConsoleReporter>(reporting_rank ? std::cout : quiet));
   if (!args.results_dir.empty() && reporting_rank) {
-    reporters.push_back(std::make_unique<ResultsDirectoryReporter>(args.results_dir));
+    reporters.push_back(
+        std::make_unique<ResultsDirectoryReporter>(args.results_dir, args.provenance));
+  }
+  if (!args.junit_file.empty() && reporting_rank) {
+    reporters.push_back(std::make_unique<JunitReporter>(args.junit_file, args.provenance));
   }
 
   RunOptions options;
@@ -61,6 +67,17 @@ int run_scenarios(const RunArgs& args) {
   options.allow_large = args.allow_large;
 
   std::vector<ScenarioResult> results;
+  // Reports one result to every reporter; false when a results file cannot be written.
+  auto report = [&](ScenarioResult result) {
+    try {
+      for (auto& reporter : reporters) reporter->report_scenario(result);
+    } catch (const std::exception& error) {
+      std::cerr << "cannot write results: " << error.what() << "\n";
+      return false;
+    }
+    results.push_back(std::move(result));
+    return true;
+  };
   // A path that could not be read is that entry's error; the others run.
   for (const DiscoveryError& error : discovered.errors) {
     ScenarioResult result;
@@ -68,38 +85,42 @@ int run_scenarios(const RunArgs& args) {
     result.verdict.outcome = Outcome::error;
     result.verdict.error_source = ErrorSource::scenario;
     result.verdict.found = error.message;
-    for (auto& reporter : reporters) reporter->report_scenario(result);
-    results.push_back(std::move(result));
+    if (!report(std::move(result))) return kExitInfrastructure;
   }
+
+  // Every file is loaded first (quick), so the progress knows how many will run.
+  std::vector<LoadAttempt> selected;
   std::map<std::string, std::string> file_of_name;  // names must be unique: they name files
   for (const std::string& file : discovered.files) {
     LoadAttempt attempt = try_load_scenario(file);
-    ScenarioResult result;
     if (!attempt.scenario) {
-      if (!matches(filter, file)) continue;
-      result = attempt.failure;
-    } else {
-      const Scenario& scenario = *attempt.scenario;
-      if (!matches(filter, scenario.name) && !matches(filter, file)) continue;
-      auto [it, inserted] = file_of_name.emplace(scenario.name, file);
-      if (!inserted) {
-        result = attempt.failure;
-        result.verdict.outcome = Outcome::error;
-        result.verdict.error_source = ErrorSource::scenario;
-        result.verdict.found = file + ":/name: the name \"" + scenario.name +
-                               "\" is already used by " + it->second +
-                               "; names must be unique (they name the results files)";
-      } else {
-        result = run_loaded_scenario(scenario, options);
-      }
+      if (matches(filter, file)) selected.push_back(std::move(attempt));
+      continue;
     }
-    try {
-      for (auto& reporter : reporters) reporter->report_scenario(result);
-    } catch (const std::exception& error) {
-      std::cerr << "cannot write results: " << error.what() << "\n";
-      return kExitInfrastructure;
+    const Scenario& scenario = *attempt.scenario;
+    if (!matches(filter, scenario.name) && !matches(filter, file)) continue;
+    auto [it, inserted] = file_of_name.emplace(scenario.name, file);
+    if (!inserted) {
+      attempt.failure.verdict.outcome = Outcome::error;
+      attempt.failure.verdict.error_source = ErrorSource::scenario;
+      attempt.failure.verdict.found = file + ":/name: the name \"" + scenario.name +
+                                      "\" is already used by " + it->second +
+                                      "; names must be unique (they name the results files)";
+      attempt.scenario.reset();
     }
-    results.push_back(std::move(result));
+    selected.push_back(std::move(attempt));
+  }
+
+  RunProgress progress(std::cerr, static_cast<int64_t>(selected.size()),
+                       reporting_rank && RunProgress::stderr_is_live_terminal());
+  for (size_t i = 0; i < selected.size(); ++i) {
+    LoadAttempt& attempt = selected[i];
+    progress.starting(static_cast<int64_t>(i),
+                      attempt.scenario ? attempt.scenario->name : attempt.failure.file);
+    ScenarioResult result = attempt.scenario ? run_loaded_scenario(*attempt.scenario, options)
+                                             : std::move(attempt.failure);
+    progress.finished();
+    if (!report(std::move(result))) return kExitInfrastructure;
   }
 
   const double seconds =
@@ -109,7 +130,12 @@ int run_scenarios(const RunArgs& args) {
               << (args.filter.empty() ? "" : " --filter \"" + args.filter + "\"") << "\n";
     return kExitBadInput;
   }
-  for (auto& reporter : reporters) reporter->report_summary(results, seconds);
+  try {
+    for (auto& reporter : reporters) reporter->report_summary(results, seconds);
+  } catch (const std::exception& error) {
+    std::cerr << "cannot write the run's summary: " << error.what() << "\n";
+    return kExitInfrastructure;
+  }
   return exit_code_of(results);
 }
 

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include <ATen/Context.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 #include <torch/headeronly/version.h>
 
 namespace trainrepro {
@@ -19,6 +20,17 @@ int cuda_device_count() { return at::hasCUDA() ? static_cast<int>(at::getNumGPUs
 std::string describe_cuda() {
   if (!at::hasCUDA()) return "none";
   return std::to_string(at::getNumGPUs()) + " CUDA device(s)";
+}
+
+std::string cuda_runtime_version() {
+  try {
+    // CUDART_VERSION as a number: 13000 is 13.0.
+    const long version = at::detail::getCUDAHooks().versionCUDART();
+    if (version <= 0) return "";
+    return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+  } catch (const std::exception&) {
+    return "";  // LibTorch without its CUDA library
+  }
 }
 
 void make_cuda_deterministic() {

@@ -9,6 +9,8 @@ std::string torch_version();  // "2.11.0"
 bool cuda_is_available();
 int cuda_device_count();
 std::string describe_cuda();  // "1 CUDA device(s)" or "none"
+// The CUDA runtime LibTorch was built with, "13.0"; "" for a CPU-only LibTorch.
+std::string cuda_runtime_version();
 
 // Makes CUDA runs reproducible: deterministic algorithms, no TF32, a fixed cuBLAS workspace.
 // Call before the first CUDA operation.

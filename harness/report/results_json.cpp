@@ -1,5 +1,7 @@
 #include "harness/report/results_json.h"
 
+#include <cctype>
+
 #include "harness/files/atomic_write.h"
 
 namespace trainrepro {
@@ -214,11 +216,23 @@ nlohmann::json zero_to_json(const ZeroJudgement& zero) {
           {"explanations", zero.explanations}};
 }
 
-nlohmann::json result_to_json(const ScenarioResult& result) {
+nlohmann::json provenance_to_json(const RunProvenance& provenance) {
+  return {{"started_at", provenance.started_at},
+          {"host", provenance.host},
+          {"machine", provenance.machine},
+          {"git_commit", provenance.git_commit},
+          {"command_line", provenance.command_line},
+          {"trainrepro_version", provenance.trainrepro_version},
+          {"torch_version", provenance.torch_version},
+          {"cuda_version", provenance.cuda_version}};
+}
+
+nlohmann::json result_to_json(const ScenarioResult& result, const RunProvenance& provenance) {
   const Verdict& verdict = result.verdict;
   return {
       {"format", "trainrepro-result"},
       {"format_version", kResultsFormatVersion},
+      {"provenance", provenance_to_json(provenance)},
       {"trainrepro_version", TRAINREPRO_VERSION},
       {"torch_version", result.torch_version},
       {"deepspeed_version", result.deepspeed_version},
@@ -232,7 +246,8 @@ nlohmann::json result_to_json(const ScenarioResult& result) {
       {"error_source", error_source_name(verdict.error_source)},
       {"expected", verdict.expected},
       {"found", verdict.found},
-      {"diagnosis", verdict.diagnosis},
+      {"diagnosis",
+       verdict.diagnosis.empty() ? nlohmann::json(nullptr) : nlohmann::json(verdict.diagnosis)},
       {"warnings", result.warnings},
       {"plan", result.plan ? plan_to_json(*result.plan) : nlohmann::json(nullptr)},
       {"training", result.training ? training_to_json(*result.training) : nlohmann::json(nullptr)},
@@ -247,9 +262,23 @@ nlohmann::json result_to_json(const ScenarioResult& result) {
   };
 }
 
+std::string results_file_stem(const ScenarioResult& result) {
+  if (!result.name.empty()) return result.name;
+  std::string stem = "not-loaded--";
+  std::string file = result.file;
+  if (file.size() > 5 && file.compare(file.size() - 5, 5, ".json") == 0) file.resize(file.size() - 5);
+  for (char c : file) {
+    const bool plain = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    stem += c == '/' ? std::string("--") : std::string(1, plain ? c : '_');
+  }
+  // File names stop at 255 bytes; ".json" and the atomic write's temporary suffix need room.
+  if (stem.size() > 200) stem.resize(200);
+  return stem;
+}
+
 void ResultsDirectoryReporter::report_scenario(const ScenarioResult& result) {
-  if (result.name.empty()) return;
-  write_file_atomically(directory_ / (result.name + ".json"), result_to_json(result).dump(2) + "\n");
+  write_file_atomically(directory_ / (results_file_stem(result) + ".json"),
+                        result_to_json(result, provenance_).dump(2) + "\n");
   // CUDA memory snapshots only matter once a leak is found; then both go next to the results.
   bool leak = false;
   if (result.memory) {

@@ -8,19 +8,24 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/report/reporter.h"
+#include "harness/report/run_provenance.h"
 
 namespace trainrepro {
 
 // 2: the verdict's error source, the training's mismatch and divergence in words, and every
 // optimizer setting, so a results file reads back into the ScenarioResult that wrote it.
-constexpr int kResultsFormatVersion = 2;
+// 3: "provenance" (where the run came from); "diagnosis" is null when there is none, as the
+// training's is; files that did not load get a results file too.
+constexpr int kResultsFormatVersion = 3;
 
-nlohmann::json result_to_json(const ScenarioResult& result);
+nlohmann::json result_to_json(const ScenarioResult& result, const RunProvenance& provenance);
 // The inverse, for results another process wrote (rank 0 of a multi-rank run, an earlier run for
 // a report). `source` names the file for messages; throws ResultsFormatError, located by JSON
 // pointer, on a file that is not a results file of this format version. A NaN or infinite number
 // (written as null, JSON has neither) reads back as NaN. CUDA snapshots are not in the file.
 ScenarioResult result_from_json(const nlohmann::json& json, const std::string& source);
+// The "provenance" object of a results file, checked like the rest.
+RunProvenance provenance_from_json(const nlohmann::json& json, const std::string& source);
 
 class ResultsFormatError : public std::runtime_error {
  public:
@@ -29,17 +34,22 @@ class ResultsFormatError : public std::runtime_error {
 // The "zero" object of a results file: model states and traffic, measured against expected.
 nlohmann::json zero_to_json(const ZeroJudgement& zero);
 
-// Writes DIR/<name>.json for every scenario that loaded (a file that did not load has no name
-// and gets no results file: bad input never writes anything).
+// The name of a scenario's results file, without ".json": its name, or for a file that did not
+// load (it has none) "not-loaded--" and the file's path with every "/" written "--".
+std::string results_file_stem(const ScenarioResult& result);
+
+// Writes DIR/<results_file_stem>.json for every scenario, loaded or not; the scenario files
+// themselves are never touched.
 class ResultsDirectoryReporter : public Reporter {
  public:
-  explicit ResultsDirectoryReporter(std::filesystem::path directory)
-      : directory_(std::move(directory)) {}
+  ResultsDirectoryReporter(std::filesystem::path directory, RunProvenance provenance)
+      : directory_(std::move(directory)), provenance_(std::move(provenance)) {}
   void report_scenario(const ScenarioResult& result) override;
   void report_summary(const std::vector<ScenarioResult>& results, double seconds) override {}
 
  private:
   std::filesystem::path directory_;
+  RunProvenance provenance_;
 };
 
 }  // namespace trainrepro

@@ -363,6 +363,20 @@ ZeroJudgement zero_from(const ResultsObject& json) {
 
 }  // namespace
 
+RunProvenance provenance_from_json(const nlohmann::json& value, const std::string& source) {
+  const ResultsObject provenance = ResultsObject(value, source, "").object("provenance");
+  RunProvenance read;
+  read.started_at = provenance.text("started_at");
+  read.host = provenance.text("host");
+  read.machine = provenance.text("machine");
+  read.git_commit = provenance.text("git_commit");
+  read.command_line = provenance.text("command_line");
+  read.trainrepro_version = provenance.text("trainrepro_version");
+  read.torch_version = provenance.text("torch_version");
+  read.cuda_version = provenance.text("cuda_version");
+  return read;
+}
+
 ScenarioResult result_from_json(const nlohmann::json& value, const std::string& source) {
   const ResultsObject json(value, source, "");
   if (json.text("format") != "trainrepro-result") {
@@ -395,7 +409,7 @@ ScenarioResult result_from_json(const nlohmann::json& value, const std::string& 
                            error_source_name));
   verdict.expected = json.text("expected");
   verdict.found = json.text("found");
-  verdict.diagnosis = json.text("diagnosis");
+  verdict.diagnosis = json.is_null("diagnosis") ? "" : json.text("diagnosis");
   if (json.integer("exit_code") != exit_code_of(verdict)) {
     json.fail("exit_code",
               std::to_string(exit_code_of(verdict)) + ", the exit code of the outcome and error "

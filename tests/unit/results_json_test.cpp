@@ -15,6 +15,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+const RunProvenance kProvenance{"2026-11-30T17:20:01Z", "ci-7",  "2 CPUs, 24 GiB RAM, no GPU",
+                                "e759f91c2a1b+dirty",   "trainrepro run 'scenarios/a b'",
+                                "0.1.0",                "2.11.0",
+                                "13.0"};
+
 ScenarioResult run_shipped(const std::string& relative) {
   const fs::path root(TRAINREPRO_SOURCE_DIR);
   RunOptions options;
@@ -28,18 +33,30 @@ class ResultsRoundTrip : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ResultsRoundTrip, ReadsBackWhatItWrote) {
   const ScenarioResult result = run_shipped(GetParam());
-  const nlohmann::json written = result_to_json(result);
+  const nlohmann::json written = result_to_json(result, kProvenance);
   // Through text, as it travels from rank 0 to the parent.
   const ScenarioResult read =
       result_from_json(nlohmann::json::parse(written.dump()), "results.json");
   // Compared as text: NaN is written as null, and NaN != NaN in memory.
-  const nlohmann::json rewritten = nlohmann::json::parse(result_to_json(read).dump());
+  const nlohmann::json rewritten = nlohmann::json::parse(result_to_json(read, provenance_from_json(written, "results.json")).dump());
   const nlohmann::json original = nlohmann::json::parse(written.dump());
   EXPECT_TRUE(rewritten == original) << nlohmann::json::diff(original, rewritten).dump(1);
   EXPECT_EQ(read.verdict.outcome, result.verdict.outcome);
   EXPECT_EQ(exit_code_of(read.verdict), exit_code_of(result.verdict));
   EXPECT_EQ(read.zero.has_value(), result.zero.has_value());
   EXPECT_EQ(read.memory_samples.size(), result.memory_samples.size());
+  // One schema for every outcome: no diagnosis is null at the top as in the training.
+  if (result.verdict.diagnosis.empty()) {
+    EXPECT_TRUE(written["diagnosis"].is_null());
+  }
+}
+
+TEST(ResultsFileNames, AFileThatDidNotLoadGetsAResultsFileNamedAfterItsPath) {
+  ScenarioResult result;
+  result.file = "scenarios/a b/bad\"name.json";
+  EXPECT_EQ(results_file_stem(result), "not-loaded--scenarios--a_b--bad_name");
+  result.name = "gas-missing";
+  EXPECT_EQ(results_file_stem(result), "gas-missing");
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -55,7 +72,7 @@ TEST(ResultsRoundTrip, NanAndInfinityReadBackAsNan) {
   result.training->micro_step_losses[0] = std::numeric_limits<double>::infinity();
   result.training->steps[0].loss = std::nan("");
   const ScenarioResult read =
-      result_from_json(nlohmann::json::parse(result_to_json(result).dump()), "results.json");
+      result_from_json(nlohmann::json::parse(result_to_json(result, kProvenance).dump()), "results.json");
   EXPECT_TRUE(std::isnan(read.training->micro_step_losses[0]));
   EXPECT_TRUE(std::isnan(read.training->steps[0].loss));
 }
@@ -70,7 +87,7 @@ std::string refusal_of(const nlohmann::json& json) {
 }
 
 TEST(ResultsRoundTrip, RefusesBadFilesWithFileAndPointer) {
-  const nlohmann::json good = result_to_json(run_shipped("accumulation/gas-missing.json"));
+  const nlohmann::json good = result_to_json(run_shipped("accumulation/gas-missing.json"), kProvenance);
 
   nlohmann::json wrong_type = good;
   wrong_type["training"]["steps"][1]["loss"] = "0.5";
@@ -89,7 +106,7 @@ TEST(ResultsRoundTrip, RefusesBadFilesWithFileAndPointer) {
 
   nlohmann::json old_format = good;
   old_format["format_version"] = 1;
-  EXPECT_NE(refusal_of(old_format).find("results/x.json:/format_version: expected 2"),
+  EXPECT_NE(refusal_of(old_format).find("results/x.json:/format_version: expected 3"),
             std::string::npos)
       << refusal_of(old_format);
 
@@ -105,6 +122,17 @@ TEST(ResultsRoundTrip, RefusesBadFilesWithFileAndPointer) {
   EXPECT_NE(refusal_of(inconsistent).find("results/x.json:/exit_code: expected 0"),
             std::string::npos)
       << refusal_of(inconsistent);
+
+  nlohmann::json no_provenance = good;
+  no_provenance["provenance"].erase("git_commit");
+  try {
+    provenance_from_json(no_provenance, "results/x.json");
+    ADD_FAILURE() << "a provenance without its commit was accepted";
+  } catch (const ResultsFormatError& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("results/x.json:/provenance/git_commit: missing", 0),
+              0u)
+        << error.what();
+  }
 
   EXPECT_EQ(refusal_of(nlohmann::json::array()),
             "results/x.json: expected an object, found an array of 0 values");
