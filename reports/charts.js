@@ -27,7 +27,8 @@ var Charts = (function () {
   }
   function txt(parent, x, y, s, attrs) {
     var t = el('text', attrs || {}, parent);
-    t.setAttribute('x', x); t.setAttribute('y', y);
+    if (isFinite(x)) t.setAttribute('x', x);
+    if (isFinite(y)) t.setAttribute('y', y);
     t.textContent = s;
     return t;
   }
@@ -73,7 +74,8 @@ var Charts = (function () {
   }
   // A linear axis' tick label: as many decimals as the tick step needs, in the axis' unit.
   function tickLabel(v, unit, scale, step, k) {
-    var dec = Math.max(0, Math.min(6, Math.ceil(-Math.log10(step / scale) - 1e-9)));
+    var u = step / scale, dec = 0;  // the decimals that write the step exactly (0.25 needs 2)
+    while (dec < 8 && Math.abs(Math.round(u * Math.pow(10, dec)) - u * Math.pow(10, dec)) > 1e-6 * u * Math.pow(10, dec)) dec++;
     if (v === 0) return '0';
     if (unit === 'bytes') return (k ? (v / scale).toFixed(dec) : String(Math.round(v))) + ' ' + BYTE_UNITS[k];
     var a = Math.abs(v);
@@ -108,10 +110,12 @@ var Charts = (function () {
       lo = Math.pow(10, Math.floor(Math.log10(lo))); hi = Math.pow(10, Math.ceil(Math.log10(hi)));
       if (hi <= lo) hi = lo * 10;
       ticks = logTicks(lo, hi);
-      var la = Math.log10(lo), lb = Math.log10(hi);
+      // zeros (exact agreement) get their own row under the lowest decade
+      var la = Math.log10(lo), lb = Math.log10(hi), zero = vs.some(function (v) { return v <= 0; }), b0 = zero ? bottom - 16 : bottom;
+      if (zero) ticks = [0].concat(ticks);
       return {lo: lo, hi: hi, ticks: ticks, label: function (v) { return format(v, unit); }, map: function (v) {
-        var l = v > 0 ? Math.log10(v) : la;
-        return bottom - (l - la) / (lb - la) * (bottom - top);
+        if (!(v > 0)) return bottom;
+        return b0 - (Math.log10(v) - la) / (lb - la) * (b0 - top);
       }};
     }
     lo = vs.length ? Math.min.apply(null, vs) : 0; hi = vs.length ? Math.max.apply(null, vs) : 1;
@@ -152,7 +156,7 @@ var Charts = (function () {
     return {svg: svg, W: W, H: H};
   }
 
-  // Legend items laid out in rows under the plot; returns the rows' height.
+  // Legend items laid out in rows (under the plot), each item at an x offset in its row.
   function legendLayout(items, width) {
     var rows = [[]], x = 0;
     items.forEach(function (it) {
@@ -192,8 +196,8 @@ var Charts = (function () {
     if (B - T < 80) { B = T + 140; f.H = B + 40 + legendH; svg.setAttribute('height', f.H); svg.setAttribute('viewBox', '0 0 ' + W + ' ' + f.H); }
 
     var xs = [], ys = [];
-    series.forEach(function (s) {
-      (s.x || []).forEach(function (v, i) { if (finite(v) && finite((s.y || [])[i])) { xs.push(v); ys.push(s.y[i]); } });
+    series.forEach(function (s) {  // the x range covers steps whose value is missing too
+      (s.x || []).forEach(function (v, i) { if (finite(v)) { xs.push(v); if (finite((s.y || [])[i])) ys.push(s.y[i]); } });
     });
     refs.forEach(function (r) { if (finite(r.y)) ys.push(r.y); });
     segs.forEach(function (s) { xs.push(s.x1, s.x2); ys.push(s.y1, s.y2); });
@@ -268,7 +272,7 @@ var Charts = (function () {
       var showPts = s.points !== false && pts.length <= 60;
       pts.forEach(function (p) {
         if (!showPts && !p[4]) return;
-        var c = el('circle', {cx: p[0].toFixed(1), cy: p[1].toFixed(1), r: s.width && s.width < 1.5 ? 2 : 3, fill: s.color}, g);
+        var c = el('circle', {cx: p[0].toFixed(1), cy: p[1].toFixed(1), r: s.width >= 3 ? 4.5 : s.width && s.width < 1.5 ? 2 : 3, fill: s.color}, g);
         tip(c, (s.name ? s.name + ' \u2014 ' : '') + (xo.name || 'x') + ' ' + fmtNumber(p[2], 8) + ': ' +
             (yo.unit === 'bytes' ? fmtBytes(p[3], 4) + ' (' + Math.round(p[3]) + ' B)' : format(p[3], yo.unit)));
       });

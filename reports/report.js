@@ -3,7 +3,8 @@
  * #scenario=NAME opens that scenario, draws its charts and scrolls to it; #only=NAME shows that
  * scenario alone, opened, at the top of the page (for screenshots and for links in bug reports).
  * When done, #report-status carries data-done, data-errors, data-scenarios, data-charts,
- * data-scenarios-with-samples, data-charted-scenarios, data-render-ms, data-outcome-<outcome>.
+ * data-scenarios-with-samples, data-charted-scenarios, data-render-ms, data-outcome-<outcome>, and
+ * after a #scenario= or #only= hash data-scenario-opened (the name found, "" when none).
  */
 (function () {
   'use strict';
@@ -24,7 +25,7 @@
   var EXIT_TEXT = {0: 'every expectation met', 1: 'an expectation was not met',
                    2: 'bad scenario, config or usage', 3: 'infrastructure failure'};
   var state = {data: {}, scenarios: [], status: null, done: false, sortKey: 'outcome', sortDir: 1,
-               filterText: '', shown: {}, io: null};
+               filterText: '', shown: {}};
 
   // ---------- small helpers: every field may be missing or null ----------
   function arr(x) { return Array.isArray(x) ? x : []; }
@@ -52,6 +53,7 @@
   function secs(v) {
     v = num(v);
     if (v === null) return 'n/a';
+    if (v > 0 && v < 0.0005) return '<1 ms';
     if (v < 1) return Math.round(v * 1000) + ' ms';
     if (v < 120) return v.toFixed(v < 10 ? 2 : 1) + ' s';
     return Math.floor(v / 60) + ' min ' + Math.round(v % 60) + ' s';
@@ -376,6 +378,17 @@
                  {name: 'run', x: arr(losses.steps), y: arr(losses.run), color: '#d55e00', dash: '5 3'}]}));
     }
     if (row.childNodes.length) b.appendChild(row);
+    if (losses) {
+      var ls = arr(losses.steps), missing = function (key) {
+        var ys = arr(losses[key]);
+        return ls.filter(function (st, i) { return num(ys[i]) === null; });
+      };
+      [['run', 'the run\u2019s loss'], ['golden', 'the golden loss']].forEach(function (k) {
+        var m = missing(k[0]);
+        if (m.length) b.appendChild(h('p', {cls: 'note', text: k[1].charAt(0).toUpperCase() + k[1].slice(1) + ' is NaN, infinite or not known at step' +
+          (m.length > 1 ? 's ' : ' ') + (m.length > 12 ? m.slice(0, 12).join(', ') + ', \u2026 (' + m.length + ' steps)' : m.join(', ')) + ' (gaps in the chart).'}));
+      });
+    }
   }
   function fitSeg(f, label, color) {
     f = obj(f);
@@ -434,10 +447,13 @@
   }
   // Allocations still alive by the step that made them, runs of equal counts merged.
   function survivors(sv) {
+    // steps: the birth step of each count (sampled on long runs); first_step: older data.
     var first = num(sv.first_step) === null ? 0 : sv.first_step, a = arr(sv.allocations), runs = [];
+    var st = arr(sv.steps);
     a.forEach(function (v, i) {
+      var step = num(st[i]) === null ? first + i : st[i];
       var r = runs[runs.length - 1];
-      if (r && r.v === v) r.to = first + i; else runs.push({from: first + i, to: first + i, v: v});
+      if (r && r.v === v) r.to = step; else runs.push({from: step, to: step, v: v});
     });
     var total = a.reduce(function (x, v) { return x + (num(v) || 0); }, 0);
     var shown = runs.slice(0, 40);

@@ -35,7 +35,7 @@ int run_rank(const RankRunArgs& args) {
   if (rank != 0) return kExitOk;
   try {
     // The CUDA snapshots are binary: beside the result, where the launching process reads them.
-    for (const CudaSnapshot& snapshot : result.cuda_snapshots) {
+    for (const MemorySnapshot& snapshot : result.memory_snapshots) {
       write_file_atomically(args.result_file + ".snapshot-" +
                                 std::to_string(snapshot.optimizer_step),
                             snapshot.pickle);

@@ -33,9 +33,11 @@ struct OptimizerStepRecord {
   int64_t harness_tensor_bytes = 0;
 };
 
-struct CudaSnapshot {
+struct MemorySnapshot {
   int64_t optimizer_step = 0;
-  std::string pickle;  // LibTorch's memory snapshot, for PyTorch's memory viewer
+  // PyTorch's memory snapshot format, for its memory viewer: LibTorch's own on CUDA, the
+  // training's live CPU tensors on CPU (cpu_memory_snapshot.h).
+  std::string pickle;
 };
 
 struct Trace {
@@ -54,7 +56,7 @@ struct Trace {
   int64_t tensor_bookkeeping_bytes = 0;
   int64_t evaluation_peak_bytes = 0;          // largest rise of tensor memory in an evaluation
   int64_t evaluation_peak_bytes_no_grad = 0;  // the same evaluation under no_grad, for scale
-  std::vector<CudaSnapshot> cuda_snapshots;
+  std::vector<MemorySnapshot> memory_snapshots;
   double seconds = 0.0;
 };
 

@@ -11,6 +11,8 @@
 #include "harness/loop/fault_injection.h"
 #include "harness/loop/kept_across_steps.h"
 #include "harness/loop/micro_step_habits.h"
+#include "harness/memory/counting_cpu_allocator.h"
+#include "harness/memory/cpu_memory_snapshot.h"
 #include "harness/memory/cuda_memory.h"
 #include "models/sample_source.h"
 
@@ -148,8 +150,12 @@ class TrainingLoop {
     kept_.keep_after_step(loop_.keep, engine_);
     probe_.sample(SamplePoint::boundary, m, steps);
     if (communicator_) inject_faults_after_step(rank_, steps);
-    if (plan_.device == Device::cuda && (steps == loop_.steps / 2 || steps == loop_.steps)) {
-      trace_.cuda_snapshots.push_back({steps, cuda_memory_snapshot_pickle()});
+    // Halfway and at the end: two snapshots show what a leak left behind and that it grows.
+    if (steps == loop_.steps / 2 || steps == loop_.steps) {
+      trace_.memory_snapshots.push_back(
+          {steps, plan_.device == Device::cuda
+                      ? cuda_memory_snapshot_pickle()
+                      : cpu_memory_snapshot_pickle(CountingCpuAllocator::live_allocations())});
     }
     if (evaluation_ && evaluation_->due(steps) && steps < loop_.steps) {
       if (!loop_.evaluation->no_grad && trace_.evaluation_peak_bytes_no_grad == 0) {

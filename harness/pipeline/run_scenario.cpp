@@ -143,8 +143,8 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
 }
 
 // The CUDA snapshots rank 0 wrote beside its result (`<result>.snapshot-<step>`).
-std::vector<CudaSnapshot> take_rank_zero_snapshots(const std::string& result_path) {
-  std::vector<CudaSnapshot> snapshots;
+std::vector<MemorySnapshot> take_rank_zero_snapshots(const std::string& result_path) {
+  std::vector<MemorySnapshot> snapshots;
   const std::filesystem::path result(result_path);
   const std::string prefix = result.filename().string() + ".snapshot-";
   std::error_code error;
@@ -185,7 +185,7 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
   std::ifstream in(result_path);
   std::stringstream text;
   text << in.rdbuf();
-  std::vector<CudaSnapshot> snapshots = take_rank_zero_snapshots(result_path);
+  std::vector<MemorySnapshot> snapshots = take_rank_zero_snapshots(result_path);
   std::error_code ignored;
   std::filesystem::remove_all(folder, ignored);
   // Stopped from outside (timeout, Ctrl-C): the ranks are dead and their files gone; end as
@@ -214,7 +214,7 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
   // Rank 0 judged the whole run; its result is this scenario's result, timings included.
   try {
     result = result_from_json(written, scenario.file + " (rank 0's result)");
-    result.cuda_snapshots = std::move(snapshots);
+    result.memory_snapshots = std::move(snapshots);
   } catch (const ResultsFormatError& error) {
     result.verdict = error_verdict(
         ErrorSource::infrastructure,
@@ -300,7 +300,7 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
   result.memory = std::move(memory);
   if (zero.judged) result.zero = std::move(zero);
   result.memory_samples = std::move(trace.memory);
-  result.cuda_snapshots = std::move(trace.cuda_snapshots);
+  result.memory_snapshots = std::move(trace.memory_snapshots);
   result.judging_seconds = seconds_since(stage_start);
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -134,6 +136,17 @@ json fit_of(const GrowthTrend& trend, const std::vector<double>& steps,
           {"windows", trend.windows}};
 }
 
+// Allocations alive at the end by the step that made them, sampled like the curves.
+json survivors_of(const MemoryJudgement& memory) {
+  const std::vector<int64_t>& by_step = memory.survivors.allocations_by_step;
+  json steps = json::array(), allocations = json::array();
+  for (size_t i : sampled_indices(by_step.size())) {
+    steps.push_back(memory.warmup_steps + 1 + static_cast<int64_t>(i));
+    allocations.push_back(by_step[i]);
+  }
+  return {{"steps", steps}, {"allocations", allocations}};
+}
+
 json memory_of(const ScenarioResult& result, const json& written) {
   const MemoryJudgement& memory = *result.memory;
   const bool cuda = result.plan && result.plan->device == Device::cuda;
@@ -190,9 +203,7 @@ json memory_of(const ScenarioResult& result, const json& written) {
           {"diagnoses", written["diagnoses"]},
           {"explanations", memory.explanations},
           {"surviving", memory.surviving},
-          {"survivors_by_birth_step",
-           {{"first_step", memory.warmup_steps + 1},
-            {"allocations", memory.survivors.allocations_by_step}}},
+          {"survivors_by_birth_step", survivors_of(memory)},
           {"notes", memory.notes}};
 }
 
@@ -262,15 +273,35 @@ std::vector<size_t> report_order(const std::vector<ScenarioResult>& results) {
   return order;
 }
 
-// JSON inside <script>: "</" would end the element early.
+// JSON inside <script>: "</script" would end the element early and "<!--" changes how the
+// browser parses the rest. In JSON a "<" can only stand inside a string, where \u003c means the
+// same character, so every one is written that way.
 std::string script_safe(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    out += text[i];
-    if (text[i] == '<' && i + 1 < text.size() && text[i + 1] == '/') out += '\\';
+  for (char c : text) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
+    }
   }
   return out;
+}
+
+// Six significant digits are more than a chart or a table shows, and a third of the page's
+// bytes when numbers are written with all seventeen.
+void round_numbers(json& value) {
+  if (value.is_number_float()) {
+    const double x = value.get<double>();
+    if (std::isfinite(x) && x != 0.0) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6g", x);
+      value = std::strtod(text, nullptr);
+    }
+  } else if (value.is_structured()) {
+    for (json& item : value) round_numbers(item);
+  }
 }
 
 std::string asset(const std::string& name) {
@@ -306,7 +337,9 @@ json report_data(const ReportInput& input) {
         by_outcome[outcome_name(result.verdict.outcome)].get<int64_t>() + 1;
     seconds += result.seconds;
     if (!result.deepspeed_version.empty()) releases.insert(result.deepspeed_version);
-    scenarios.push_back(scenario_data(result, input.provenances.at(i)));
+    json scenario = scenario_data(result, input.provenances.at(i));
+    round_numbers(scenario);
+    scenarios.push_back(std::move(scenario));
   }
   json unreadable = json::array();
   for (const auto& file : input.unreadable) {

@@ -287,7 +287,7 @@ void ResultsDirectoryReporter::report_scenario(const ScenarioResult& result) {
     }
   }
   if (!leak) return;
-  for (const CudaSnapshot& snapshot : result.cuda_snapshots) {
+  for (const MemorySnapshot& snapshot : result.memory_snapshots) {
     write_file_atomically(directory_ / (result.name + ".memory-snapshot-step" +
                                         std::to_string(snapshot.optimizer_step) + ".pickle"),
                           snapshot.pickle);

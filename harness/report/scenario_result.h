@@ -26,7 +26,7 @@ struct ScenarioResult {
   std::optional<MemoryJudgement> memory;
   std::optional<ZeroJudgement> zero;         // when judged: several ranks or a ZeRO stage
   std::vector<MemorySample> memory_samples;  // every probe sample, for curves in reports
-  std::vector<CudaSnapshot> cuda_snapshots;  // written next to the results when a leak is found
+  std::vector<MemorySnapshot> memory_snapshots;  // written next to the results when a leak is found
   std::string torch_version;      // of the LibTorch that ran it
   std::string deepspeed_version;  // the DeepSpeed release whose semantics judged it
   double seconds = 0.0;           // everything, loading included

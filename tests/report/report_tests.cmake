@@ -23,3 +23,34 @@ add_cli_test(report-of-a-missing-folder-is-bad-input 2
 add_cli_test(report-of-scenario-files-is-not-a-report 2
   [=[skipped tests/data/mixed_scenarios/a_bad\.json:/format: missing.*skipped tests/data/mixed_scenarios/b_good\.json:/format: missing \(is this a trainrepro results file of format version 3\?\).*no results files found in tests/data/mixed_scenarios .*nothing written]=]
   report ${data}/mixed_scenarios -o @RESULTS@/report.html)
+
+# A CPU leak's memory snapshots open with PyTorch's memory viewer tools (Python with torch).
+add_test(NAME report/cpu-memory-snapshot-opens-in-pytorch-viewer
+         COMMAND ${TRAINREPRO_PYTHON} ${CMAKE_CURRENT_SOURCE_DIR}/report/check_cpu_snapshot.py
+                 $<TARGET_FILE:trainrepro> ${report_work}/cpu-snapshot
+                 scenarios/memory/mlp-keep-loss-with-graph.json
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(report/cpu-memory-snapshot-opens-in-pytorch-viewer PROPERTIES
+                     LABELS "report;memory" TIMEOUT 300)
+
+# The HTML report in a real browser (headless Chromium): real results of every outcome (an error,
+# failed and not-reproduced expectations, a mis-accumulation, a leak, a diverged run, ZeRO across
+# 3 ranks, a skipped CUDA scenario), the page loaded with every chart drawn: no script or console
+# error, the summary's counts equal the results files', a chart for every scenario with samples.
+# Screenshots stay in reports/out/browser-test/ for a person to look at.
+add_test(NAME report/html-report-in-headless-chromium
+         COMMAND bash -c [[set -e; rm -rf "$2"; "$1" run "${@:4}" --results "$2" > /dev/null || [ $? -le 2 ]
+                           "$3" tests/report/browser_test.py --trainrepro "$1" --results "$2" \
+                               --out reports/out/browser-test --scenario gas-missing]]
+                 browser-test $<TARGET_FILE:trainrepro> ${report_work}/browser-results
+                 ${Python3_EXECUTABLE}
+                 tests/data/mixed_scenarios tests/data/unmet_scenarios
+                 scenarios/accumulation/gas-missing.json
+                 scenarios/memory/mlp-keep-loss-with-graph.json
+                 scenarios/memory/gpt-eval-loss-summed-without-no-grad.json
+                 scenarios/varieties/adam-betas-out-of-range-diverges.json
+                 scenarios/varieties/gas6-3ranks.json
+                 scenarios/memory/gpt-keep-outputs-moved-to-cpu.json
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(report/html-report-in-headless-chromium PROPERTIES
+                     LABELS "report;browser" TIMEOUT 400 PROCESSORS 2)
