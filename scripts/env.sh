@@ -12,3 +12,28 @@ export CCACHE_SLOPPINESS=${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_fi
 # shares the same cache entries instead of recompiling LibTorch-heavy files from scratch.
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$TRAINREPRO_ROOT}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+
+# The Python whose torch builds trainrepro (its LibTorch, its CMake files, its NCCL), printed on
+# stdout; nothing when there is none yet (then scripts/bootstrap installs one):
+#   1. TRAINREPRO_TORCH_PYTHON, when set (a GPU machine's own Python: nothing is downloaded);
+#   2. the virtual environment scripts/bootstrap installs, when it is complete;
+#   3. the python3 on PATH, when it has torch $TRAINREPRO_TORCH_VERSION built for CUDA 13.
+# A Python that is named but unusable is an error (exit 3): never silently another torch.
+trainrepro_torch_python() {
+  local check='import sys, torch
+version = torch.__version__.split("+")[0]
+if version != sys.argv[1] or not (torch.version.cuda or "").startswith("13."):
+    sys.exit(f"torch {torch.__version__} (CUDA {torch.version.cuda}), not {sys.argv[1]} built for CUDA 13")'
+  if [[ -n ${TRAINREPRO_TORCH_PYTHON:-} ]]; then
+    local why
+    if ! why=$("$TRAINREPRO_TORCH_PYTHON" -c "$check" "$TRAINREPRO_TORCH_VERSION" 2>&1); then
+      echo "TRAINREPRO_TORCH_PYTHON=$TRAINREPRO_TORCH_PYTHON cannot build trainrepro: ${why##*$'\n'}" >&2
+      return 3
+    fi
+    echo "$TRAINREPRO_TORCH_PYTHON"
+  elif [[ -f $TRAINREPRO_VENV/.trainrepro-complete ]]; then
+    echo "$TRAINREPRO_VENV/bin/python"
+  elif command -v python3 > /dev/null && python3 -c "$check" "$TRAINREPRO_TORCH_VERSION" 2> /dev/null; then
+    command -v python3
+  fi
+}

@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <exception>
 #include <stdexcept>
 #include <string>
 
@@ -47,6 +48,13 @@ void require_cuda_contiguous(const at::Tensor& tensor, const char* what) {
   }
 }
 
+void require_same_dtype(const at::Tensor& input, const at::Tensor& output, const char* what) {
+  if (input.scalar_type() != output.scalar_type()) {
+    throw std::invalid_argument(std::string("NCCL communicator: ") + what +
+                                " input and output dtypes differ");
+  }
+}
+
 int64_t bytes_of(const at::Tensor& tensor) {
   return tensor.numel() * static_cast<int64_t>(tensor.element_size());
 }
@@ -66,14 +74,23 @@ class NcclCommunicator final : public Communicator {
     MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
     check(ncclCommInitRank(&comm_, world_size_, id, rank_), "ncclCommInitRank");
   }
-  ~NcclCommunicator() override { ncclCommDestroy(comm_); }
+  // Leaving by an exception (a failed collective, a rank's error): abort, which never waits for
+  // the other ranks, where destroy could wait forever on a collective a dead rank never joins.
+  ~NcclCommunicator() override {
+    if (comm_ == nullptr) return;
+    if (std::uncaught_exceptions() > 0) {
+      ncclCommAbort(comm_);
+    } else {
+      ncclCommDestroy(comm_);
+    }
+  }
 
   int rank() const override { return rank_; }
   int world_size() const override { return world_size_; }
 
   void all_reduce_sum(at::Tensor& tensor) override {
     require_cuda_contiguous(tensor, "all_reduce tensor");
-    check(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_type_of(tensor),
+    enqueued(ncclAllReduce(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_type_of(tensor),
                         ncclSum, comm_, stream()),
           "all_reduce");
     count_ring(bytes_of(tensor), 2);
@@ -82,7 +99,12 @@ class NcclCommunicator final : public Communicator {
   void reduce_scatter_sum(const at::Tensor& input, at::Tensor& output) override {
     require_cuda_contiguous(input, "reduce_scatter input");
     require_cuda_contiguous(output, "reduce_scatter output");
-    check(ncclReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(),
+    require_same_dtype(input, output, "reduce_scatter");
+    // The same contract as the MPI backend: NCCL itself would read past a short input.
+    if (input.numel() != output.numel() * world_size_) {
+      throw std::invalid_argument("reduce_scatter: input must hold world_size output chunks");
+    }
+    enqueued(ncclReduceScatter(input.data_ptr(), output.data_ptr(), output.numel(),
                             nccl_type_of(input), ncclSum, comm_, stream()),
           "reduce_scatter");
     count_ring(bytes_of(input), 1);
@@ -91,7 +113,11 @@ class NcclCommunicator final : public Communicator {
   void all_gather(const at::Tensor& input, at::Tensor& output) override {
     require_cuda_contiguous(input, "all_gather input");
     require_cuda_contiguous(output, "all_gather output");
-    check(ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(), nccl_type_of(input),
+    require_same_dtype(input, output, "all_gather");
+    if (output.numel() != input.numel() * world_size_) {
+      throw std::invalid_argument("all_gather: output must hold world_size input chunks");
+    }
+    enqueued(ncclAllGather(input.data_ptr(), output.data_ptr(), input.numel(), nccl_type_of(input),
                         comm_, stream()),
           "all_gather");
     count_ring(bytes_of(output), 1);
@@ -99,7 +125,7 @@ class NcclCommunicator final : public Communicator {
 
   void broadcast(at::Tensor& tensor, int root) override {
     require_cuda_contiguous(tensor, "broadcast tensor");
-    check(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_type_of(tensor),
+    enqueued(ncclBroadcast(tensor.data_ptr(), tensor.data_ptr(), tensor.numel(), nccl_type_of(tensor),
                         root, comm_, stream()),
           "broadcast");
     if (rank_ == root) count_bytes(bytes_of(tensor));
@@ -111,6 +137,16 @@ class NcclCommunicator final : public Communicator {
   }
 
  private:
+  // A collective NCCL refused: abort this rank's communicator (its peers see the error or the
+  // rank's exit, and mpirun ends them) rather than leave it half-used.
+  void enqueued(ncclResult_t result, const char* what) {
+    if (result == ncclSuccess) return;
+    const std::string message = std::string("NCCL ") + what + ": " + ncclGetErrorString(result);
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+    throw std::runtime_error(message);
+  }
+
   cudaStream_t stream() const {
     return at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_)).stream();
   }

@@ -40,12 +40,11 @@ std::vector<at::Tensor> float64_cpu_copies(const std::vector<at::Tensor>& tensor
   return copies;
 }
 
-// The model, built after allocations are stamped as born at step 0 and CUDA's allocation history
-// has started, so its tensors are never taken for survivors of an earlier scenario's steps.
+// The model, built after allocations are stamped as born at step 0, so its tensors are never
+// taken for survivors of an earlier scenario's steps.
 std::shared_ptr<ZooModel> build_model_at_step_zero(const ModelSpec& spec, at::ScalarType dtype,
                                                    at::Device device) {
   CountingCpuAllocator::set_current_step(0);
-  if (device.is_cuda()) start_cuda_memory_history();
   return build_model(spec, dtype, device);
 }
 

@@ -2,6 +2,7 @@
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/cuda/memory_snapshot.h>
 
 namespace trainrepro {
@@ -11,8 +12,8 @@ using c10::CachingAllocator::StatType;
 constexpr size_t kAggregate = static_cast<size_t>(StatType::AGGREGATE);
 }  // namespace
 
-CudaMemoryStats cuda_memory_stats(int device) {
-  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device);
+CudaMemoryStats cuda_memory_stats() {
+  const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(c10::cuda::current_device());
   CudaMemoryStats result;
   result.allocated_bytes = stats.allocated_bytes[kAggregate].current;
   result.reserved_bytes = stats.reserved_bytes[kAggregate].current;
@@ -23,15 +24,13 @@ CudaMemoryStats cuda_memory_stats(int device) {
   return result;
 }
 
-void reset_cuda_peak(int device) { c10::cuda::CUDACachingAllocator::resetPeakStats(device); }
-
-int64_t cuda_device_capacity_bytes(int device) {
-  return static_cast<int64_t>(at::cuda::getDeviceProperties(device)->totalGlobalMem);
+void reset_cuda_peak() {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(c10::cuda::current_device());
 }
 
-void start_cuda_memory_history() {
-  torch::cuda::_record_memory_history(/*enabled=*/"all", /*context=*/"all", /*stacks=*/"python",
-                                      /*max_entries=*/100000);
+int64_t cuda_device_capacity_bytes() {
+  return static_cast<int64_t>(
+      at::cuda::getDeviceProperties(c10::cuda::current_device())->totalGlobalMem);
 }
 
 std::string cuda_memory_snapshot_pickle() { return torch::cuda::_memory_snapshot_pickled(); }

@@ -31,7 +31,7 @@ MemoryProbe::MemoryProbe(Device device, int64_t expected_samples) : device_(devi
   // baseline, and the peak starts here, not at the process's largest scenario so far.
   reset_peak();
   cpu_baseline_bytes_ = CountingCpuAllocator::stats().live_bytes;
-  if (device_ == Device::cuda) cuda_baseline_bytes_ = cuda_memory_stats(0).allocated_bytes;
+  if (device_ == Device::cuda) cuda_baseline_bytes_ = cuda_memory_stats().allocated_bytes;
 }
 
 int64_t MemoryProbe::host_heap_in_use() const { return host_heap_in_use_bytes(); }
@@ -66,7 +66,7 @@ void MemoryProbe::sample(SamplePoint point, int64_t micro_step, int64_t optimize
   sample.host_heap_bytes = host_signals ? host_heap_in_use_bytes() - excluded_host_bytes_ : -1;
   sample.resident_bytes = host_signals ? resident_set_bytes() : -1;
   if (device_ == Device::cuda) {
-    const CudaMemoryStats cuda = cuda_memory_stats(0);
+    const CudaMemoryStats cuda = cuda_memory_stats();
     sample.cuda_allocated_bytes = cuda.allocated_bytes - cuda_baseline_bytes_;
     sample.cuda_reserved_bytes = cuda.reserved_bytes;
     sample.cuda_active_bytes = cuda.active_bytes;
@@ -80,18 +80,18 @@ void MemoryProbe::sample(SamplePoint point, int64_t micro_step, int64_t optimize
 }
 
 int64_t MemoryProbe::device_tensor_bytes() const {
-  return device_ == Device::cuda ? cuda_memory_stats(0).allocated_bytes
+  return device_ == Device::cuda ? cuda_memory_stats().allocated_bytes
                                  : CountingCpuAllocator::stats().live_bytes;
 }
 
 int64_t MemoryProbe::device_peak_bytes() const {
-  return device_ == Device::cuda ? cuda_memory_stats(0).peak_allocated_bytes
+  return device_ == Device::cuda ? cuda_memory_stats().peak_allocated_bytes
                                  : CountingCpuAllocator::stats().peak_bytes;
 }
 
 void MemoryProbe::reset_peak() {
   if (device_ == Device::cuda) {
-    reset_cuda_peak(0);
+    reset_cuda_peak();
   } else {
     CountingCpuAllocator::reset_peak();
   }

@@ -232,7 +232,7 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
   if (!options.allow_large) {
     const MachineCapacity machine{
         physical_ram_bytes(),
-        plan.device == Device::cuda ? cuda_device_capacity_bytes(0) : 0,
+        plan.device == Device::cuda ? cuda_device_capacity_bytes() : 0,
         std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()))};
     if (auto refusal = refuse_beyond_machine(scenario, plan, machine)) {
       result.verdict = error_verdict(ErrorSource::scenario, *refusal);

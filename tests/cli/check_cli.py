@@ -2,6 +2,7 @@
 """Runs a command and checks its exit code and output together (CTest's PASS_REGULAR_EXPRESSION
 alone would ignore the exit code). Used by the CLI tests in tests/cli/cli_tests.cmake."""
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -18,13 +19,21 @@ def main() -> int:
     args = parser.parse_args()
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
 
-    # A fresh, empty results folder: "@RESULTS@" in the command stands for it, and after a
-    # failed run it must still be empty (bad input never writes anything).
+    # A fresh, empty results folder: "@RESULTS@" in the command stands for it. After bad input
+    # it holds nothing but the results file of each scenario that did not load (outcome
+    # "error", named not-loaded--…): no golden, no other result, nothing half-written.
     with tempfile.TemporaryDirectory() as results:
         command = [part.replace("@RESULTS@", results) for part in command]
         completed = subprocess.run(command, capture_output=True, text=True, timeout=600)
         output = completed.stdout + completed.stderr
-        written = sorted(os.listdir(results))
+        written = []
+        for name in sorted(os.listdir(results)):
+            path = os.path.join(results, name)
+            if name.startswith("not-loaded--") and name.endswith(".json"):
+                with open(path) as f:
+                    if json.load(f).get("outcome") == "error":
+                        continue
+            written.append(name)
 
     problems = []
     if completed.returncode != args.exit:
