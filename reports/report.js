@@ -139,17 +139,16 @@
       ') differ from the scenarios listed below (' + mismatch.map(function (o) { return o + ' ' + computed[o]; }).join(', ') + ').'}));
 
     function uniq(key) { var seen = []; runs.forEach(function (r) { var v = str(r[key]); if (v && seen.indexOf(v) < 0) seen.push(v); }); return seen.join(', '); }
-    var wall = '';
-    runs.forEach(function (r) {
-      var a = Date.parse(str(r.started_at)), b = Date.parse(str(r.finished_at));
-      if (isFinite(a) && isFinite(b)) wall = (wall ? wall + ', ' : '') + secs((b - a) / 1000);
-    });
+    // Start times: one run's, or the first and last of many (CTest runs each scenario alone).
+    var starts = runs.map(function (r) { return str(r.started_at); }).filter(Boolean).sort();
+    var started = starts.length <= 1 ? (starts[0] || '') :
+      starts[0] + ' \u2026 ' + starts[starts.length - 1] + ' (' + runs.length + ' runs)';
     var cuda = uniq('cuda_version');
     var meta = kv([
-      ['Total time', secs(totals.seconds) + ' (sum of the scenarios\u2019 own times)' + (wall ? '; wall clock ' + wall : '')],
+      ['Total time', secs(totals.seconds) + ' (sum of the scenarios\u2019 own times)'],
       ['Machine', uniq('machine')], ['Host', uniq('host')],
       ['Git commit', uniq('git_commit'), 'mono'], ['Command line', runs.length === 1 ? str(runs[0].command_line) : '', 'mono'],
-      ['Started', uniq('started_at')],
+      ['Started', started],
       ['trainrepro', uniq('trainrepro_version') || str(d.trainrepro_version)],
       ['torch', uniq('torch_version')], ['CUDA', runs.length ? (cuda || 'none') : ''],
       ['DeepSpeed release(s)', arr(d.deepspeed_versions).map(str).join(', ')],
@@ -164,7 +163,10 @@
         tb.appendChild(h('tr', {}, [str(r.started_at), str(r.host), str(r.machine), str(r.git_commit), str(r.command_line), str(r.scenarios)].map(function (c, i) {
           return h('td', {cls: i >= 3 && i <= 4 ? 'mono' : null, text: c}); })));
       });
-      sec.appendChild(h('h3', {text: runs.length + ' runs'})); sec.appendChild(t);
+      // Many runs (one per CTest scenario test) fold away: the summary above already says them.
+      var fold = h('details', {cls: 'runs-fold'}, [h('summary', {text: runs.length + ' runs: when, where and how each was started'}), t]);
+      if (runs.length <= 5) fold.open = true;
+      sec.appendChild(fold);
     }
     var unreadable = arr(d.unreadable).map(obj).filter(Boolean);
     if (unreadable.length) {
@@ -371,13 +373,21 @@
           markers: ff === null ? [] : [{x: ff, label: 'first failure: step ' + ff}]}));
       }
     }
+    // Several ranks: the run's loss is rank 0's, over its own micro-batches only, so it differs
+    // from the golden's whole-batch loss even when every gradient agrees. Say so on the chart.
+    var plan = obj(s && s.plan), ranks = plan && num(plan.world_size) !== null ? plan.world_size : 1;
+    var runName = ranks > 1 ? 'run (rank 0\u2019s micro-batches only)' : 'run';
     if (losses && arr(losses.steps).length) {
       row.appendChild(Charts.line({title: 'Loss per optimizer step: run vs golden', height: 300,
         x: {label: 'optimizer step', name: 'step'}, y: {label: 'loss'},
         series: [{name: 'golden', x: arr(losses.steps), y: arr(losses.golden), color: '#555', width: 4},
-                 {name: 'run', x: arr(losses.steps), y: arr(losses.run), color: '#d55e00', dash: '5 3'}]}));
+                 {name: runName, x: arr(losses.steps), y: arr(losses.run), color: '#d55e00', dash: '5 3'}]}));
     }
     if (row.childNodes.length) b.appendChild(row);
+    if (losses && ranks > 1) {
+      b.appendChild(h('p', {cls: 'note', text: 'With ' + ranks + ' ranks the run\u2019s loss is rank 0\u2019s, over the 1/' + ranks +
+        ' of each batch it trains on; the golden\u2019s is over the whole batch. They differ even when the gradients agree (compare the gradients, left).'}));
+    }
     if (losses) {
       var ls = arr(losses.steps), missing = function (key) {
         var ys = arr(losses[key]);
