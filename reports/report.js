@@ -560,12 +560,13 @@
     if (!state.counts) { state.counts = {}; OUTCOMES.forEach(function (o) { state.counts[o] = 0; }); }
     guard(root, 'the table', function () { table(root); });
     var list = h('section', {id: 'details'}, [h('h2', {text: 'Scenario details'}),
-      h('p', {cls: 'hint', text: 'Click a scenario to open it; charts are drawn when it opens. Failed and error scenarios are open already.'})]);
+      h('p', {cls: 'hint', text: 'Click a scenario to open it; charts are drawn when it opens. Failed, not-reproduced and error scenarios are open already.'})]);
     root.appendChild(list);
     var ordered = state.scenarios.slice().sort(function (a, b) { return SEVERITY[a.outcome] - SEVERITY[b.outcome] || a.index - b.index; });
     ordered.forEach(function (sc) { guard(list, 'scenario ' + sc.key, function () { section(list, sc); }); });
     applyFilter();
-    // failed and error scenarios start open; their charts are drawn as they come into view
+    // failed, not-reproduced and error scenarios (exit 1 or more) start open; their charts are
+    // drawn as they come into view
     var io = 'IntersectionObserver' in window ? new IntersectionObserver(function (entries) {
       entries.forEach(function (e) {
         if (!e.isIntersecting) return;
@@ -575,7 +576,7 @@
       });
     }, {rootMargin: '800px'}) : null;
     state.scenarios.forEach(function (sc) {
-      if (!sc.section || (sc.outcome !== 'failed' && sc.outcome !== 'error')) return;
+      if (!sc.section || (sc.outcome !== 'failed' && sc.outcome !== 'error' && sc.outcome !== 'not-reproduced')) return;
       sc.deferred = true;
       sc.section.open = true;
       sc.chartHost.setAttribute('data-index', String(sc.index));

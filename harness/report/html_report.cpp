@@ -245,15 +245,9 @@ json runs_of(const ReportInput& input) {
     const auto key = std::make_tuple(p.started_at, p.host, p.git_commit);
     auto [it, inserted] = index.emplace(key, runs.size());
     if (inserted) {
-      runs.push_back({{"started_at", p.started_at},
-                      {"host", p.host},
-                      {"machine", p.machine},
-                      {"git_commit", p.git_commit},
-                      {"command_line", p.command_line},
-                      {"trainrepro_version", p.trainrepro_version},
-                      {"torch_version", p.torch_version},
-                      {"cuda_version", p.cuda_version},
-                      {"scenarios", 0}});
+      json run = provenance_to_json(p);
+      run["scenarios"] = 0;
+      runs.push_back(std::move(run));
     }
     runs[it->second]["scenarios"] = runs[it->second]["scenarios"].get<int64_t>() + 1;
   }

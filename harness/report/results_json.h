@@ -31,6 +31,8 @@ class ResultsFormatError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+// The "provenance" object of a results file.
+nlohmann::json provenance_to_json(const RunProvenance& provenance);
 // The "zero" object of a results file: model states and traffic, measured against expected.
 nlohmann::json zero_to_json(const ZeroJudgement& zero);
 
