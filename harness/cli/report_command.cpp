@@ -94,9 +94,11 @@ int run_report(const ReportArgs& args) {
     std::cerr << "trainrepro report: skipped " << unreadable.message << "\n";
   }
   if (input.results.empty()) {
-    std::cerr << "trainrepro report: no results files found in";
+    std::cerr << "trainrepro report: no readable results files in";
     for (const std::string& path : args.paths) std::cerr << " " << printable(path);
-    std::cerr << " (they are written by `trainrepro run --results DIR`); nothing written\n";
+    std::cerr << (input.unreadable.empty() ? "" : " (" + std::to_string(input.unreadable.size()) +
+                                                      " skipped, above)")
+              << "; they are written by `trainrepro run --results DIR`; nothing written\n";
     return kExitBadInput;
   }
   try {
