@@ -37,3 +37,17 @@ if version != sys.argv[1] or not (torch.version.cuda or "").startswith("13."):
     command -v python3
   fi
 }
+
+# The gpu-kit (scripts/gpu-kit: Debian's C++ libraries and Open MPI as .deb files, carried to a
+# machine without network or our packages). Used offline only: scripts/bootstrap unpacks it into
+# gpu-kit/prefix, and its tools and libraries then come first; OPAL_PREFIX tells Open MPI where
+# it lives now. TRAINREPRO_KIT_PREFIX names another such prefix (its usr/ level).
+if [[ -z ${TRAINREPRO_KIT_PREFIX:-} && ${TRAINREPRO_OFFLINE:-0} == 1 && -d $TRAINREPRO_ROOT/gpu-kit/debs ]]; then
+  TRAINREPRO_KIT_PREFIX=$TRAINREPRO_ROOT/gpu-kit/prefix/usr
+fi
+if [[ -n ${TRAINREPRO_KIT_PREFIX:-} ]]; then
+  export TRAINREPRO_KIT_PREFIX
+  export PATH=$TRAINREPRO_KIT_PREFIX/bin:$PATH
+  export LD_LIBRARY_PATH=$TRAINREPRO_KIT_PREFIX/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export OPAL_PREFIX=$TRAINREPRO_KIT_PREFIX
+fi
