@@ -22,10 +22,6 @@ int64_t add(int64_t a, int64_t b) {
   return __builtin_add_overflow(a, b, &sum) ? kSaturated : sum;
 }
 
-int64_t sequence_length(const DataOptions& data) {
-  if (const auto* tokens = std::get_if<TokenSequenceData>(&data)) return tokens->max_length;
-  return 1;
-}
 
 }  // namespace
 
@@ -52,8 +48,13 @@ int64_t parameter_count(const ModelOptions& options) {
       options);
 }
 
+int64_t tokens_per_sample(const DataOptions& data) {
+  if (const auto* tokens = std::get_if<TokenSequenceData>(&data)) return tokens->max_length;
+  return 1;
+}
+
 int64_t activation_elements_per_sample(const ModelOptions& options, const DataOptions& data) {
-  const int64_t tokens = sequence_length(data);
+  const int64_t tokens = tokens_per_sample(data);
   return std::visit(
       [tokens](const auto& model) -> int64_t {
         using Options = std::decay_t<decltype(model)>;

@@ -47,7 +47,7 @@ bool fits_this_machine(const Scenario& scenario) {
   const MachineCapacity machine{
       physical_ram_bytes(), 0,
       std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()))};
-  if (auto refusal = refuse_beyond_machine(scenario, *plan, machine)) {
+  if (auto refusal = refuse_beyond_machine(scenario, *plan, machine, ResourceUse::golden_update)) {
     std::cerr << *refusal << "\n";
     return false;
   }

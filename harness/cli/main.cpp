@@ -67,8 +67,8 @@ int main(int argc, char** argv) {
                   "seconds a multi-rank scenario may take before its ranks are killed (600)")
       ->check(CLI::PositiveNumber);
   run->add_flag("--allow-large", run_args.allow_large,
-                "run scenarios that need more memory or processes than this machine has "
-                "(refused with exit 2 otherwise)");
+                "run scenarios that need more memory, processes or time than this machine "
+                "gives (refused with exit 2 otherwise)");
   run->add_option("--junit", run_args.junit_file,
                   "write the run as JUnit XML (one testsuite per scenario folder) to FILE");
   run->footer(kExitCodes);
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   update->excludes(check_flag);
   golden->add_option("--golden-dir", golden_args.golden_dir, "default golden");
   golden->add_flag("--allow-large", golden_args.allow_large,
-                   "compute goldens that need more memory than this machine has");
+                   "compute goldens that need more memory or time than this machine gives");
   golden->footer(kExitCodes);
 
   RankRunArgs rank_args;

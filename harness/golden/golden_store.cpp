@@ -4,7 +4,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <initializer_list>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -117,6 +119,29 @@ std::string manifested_file(const std::string& path, const std::string& expected
   const std::string next = next_path_of(path);
   if (fs::is_regular_file(next) && sha256_of_file(next) == expected_sha256) return next;
   return path;
+}
+
+// The "parameters" metadata: the model's parameter names in order, a JSON array of distinct
+// strings (a file edited by hand must be an error for this golden, never an exception).
+std::vector<std::string> read_parameter_names(const std::string& text, const std::string& path,
+                                              const std::string& regenerate) {
+  const nlohmann::json names = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  std::vector<std::string> result;
+  if (names.is_array()) {
+    for (const nlohmann::json& name : names) {
+      if (!name.is_string()) break;
+      result.push_back(name.get<std::string>());
+    }
+  }
+  std::vector<std::string> sorted = result;
+  std::sort(sorted.begin(), sorted.end());
+  if (result.empty() || result.size() != names.size() ||
+      std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw GoldenError(path +
+                      ": the metadata \"parameters\" is not a list of distinct parameter "
+                      "names" + regenerate);
+  }
+  return result;
 }
 
 }  // namespace
@@ -257,28 +282,49 @@ Golden load_golden(const std::string& directory, const Scenario& scenario) {
   Golden golden;
   golden.file = path;
   golden.key = key;
-  golden.parameter_names =
-      nlohmann::json::parse(meta("parameters")).get<std::vector<std::string>>();
-  auto tensor = [&](const std::string& name) {
+  golden.parameter_names = read_parameter_names(meta("parameters"), path, regenerate);
+  // A file whose checksum matches can still be one written by hand or by another tool: every
+  // tensor is checked for the dtype and shape the comparisons rely on before it is used.
+  auto tensor = [&](const std::string& name, std::initializer_list<at::ScalarType> dtypes) {
     auto it = file.tensors.find(name);
     if (it == file.tensors.end()) {
       throw GoldenError(path + ": tensor \"" + name + "\" is missing" + regenerate);
     }
+    if (std::find(dtypes.begin(), dtypes.end(), it->second.scalar_type()) == dtypes.end()) {
+      throw GoldenError(path + ": tensor \"" + name + "\" has dtype " +
+                        std::string(c10::toString(it->second.scalar_type())) +
+                        ", not the golden's" + regenerate);
+    }
     return it->second;
   };
+  const auto float64 = {at::kDouble};
   for (const std::string& name : golden.parameter_names) {
-    golden.initial_parameters.push_back(tensor("init/" + name));
+    golden.initial_parameters.push_back(tensor("init/" + name, float64));
   }
-  golden.data.inputs = tensor("data/inputs");
-  golden.data.targets = tensor("data/targets");
-  if (file.tensors.count("data/mask")) golden.data.mask = tensor("data/mask");
+  golden.data.inputs = tensor("data/inputs", {at::kDouble, at::kLong});
+  golden.data.targets = tensor("data/targets", {at::kDouble, at::kLong});
+  if (file.tensors.count("data/mask")) golden.data.mask = tensor("data/mask", {at::kBool});
+  golden.data.samples = golden.data.inputs.dim() > 0 ? golden.data.inputs.size(0) : 0;
+  golden.data.items = golden.data.mask.defined() ? golden.data.mask.sum().item<int64_t>()
+                                                 : golden.data.samples;
+  const auto samples_of = [](const at::Tensor& t) { return t.dim() > 0 ? t.size(0) : -1; };
+  if (golden.data.inputs.dim() == 0 || samples_of(golden.data.targets) != golden.data.samples ||
+      (golden.data.mask.defined() &&
+       !golden.data.mask.sizes().equals(golden.data.targets.sizes()))) {
+    throw GoldenError(path + ": the data tensors do not hold the same samples" + regenerate);
+  }
   for (int64_t s = 0; s < scenario.golden.steps; ++s) {
     GoldenStep step;
-    step.loss = tensor(step_prefix(s) + "loss").item<double>();
+    const at::Tensor loss = tensor(step_prefix(s) + "loss", float64);
+    if (loss.numel() != 1) {
+      throw GoldenError(path + ": tensor \"" + step_prefix(s) + "loss\" holds " +
+                        std::to_string(loss.numel()) + " values, not one" + regenerate);
+    }
+    step.loss = loss.item<double>();
     for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
       const std::string& name = golden.parameter_names[i];
-      step.gradients.push_back(tensor(step_prefix(s) + "grad/" + name));
-      step.parameters.push_back(tensor(step_prefix(s) + "param/" + name));
+      step.gradients.push_back(tensor(step_prefix(s) + "grad/" + name, float64));
+      step.parameters.push_back(tensor(step_prefix(s) + "param/" + name, float64));
       if (!step.gradients.back().sizes().equals(golden.initial_parameters[i].sizes()) ||
           !step.parameters.back().sizes().equals(golden.initial_parameters[i].sizes())) {
         throw GoldenError(path + ": step " + std::to_string(s) + " tensors of \"" + name +

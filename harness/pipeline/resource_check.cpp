@@ -1,6 +1,7 @@
 #include "harness/pipeline/resource_check.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,46 @@ std::pair<std::string, std::string> dominant_part(const ResourceEstimate& estima
   return dominant;
 }
 
+std::string format_seconds(double seconds) {
+  char text[64];
+  if (seconds < 2 * 3600.0) {
+    std::snprintf(text, sizeof text, "%.0f minutes", seconds / 60.0);
+  } else if (seconds < 2 * 86400.0) {
+    std::snprintf(text, sizeof text, "%.1f hours", seconds / 3600.0);
+  } else {
+    std::snprintf(text, sizeof text, "%.3g days", seconds / 86400.0);
+  }
+  return text;
+}
+
+// A billion steps fit in memory when nothing is recorded per step, and would run for weeks.
+std::optional<std::string> refuse_beyond_time_budget(const Scenario& scenario, const Plan& plan,
+                                                     const ResourceEstimate& estimate,
+                                                     const MachineCapacity& machine,
+                                                     ResourceUse use) {
+  const bool golden = use == ResourceUse::golden_update;
+  const double seconds = golden ? estimate.golden_seconds : estimate.run_seconds;
+  if (seconds <= machine.time_budget_seconds) return std::nullopt;
+  const double flops = golden ? estimate.golden_flops : estimate.run_flops;
+  const int64_t steps = std::max<int64_t>(1, golden ? scenario.golden.steps : scenario.loop.steps);
+  const double rate =
+      !golden && plan.device == Device::cuda ? kFastestCudaRankFlops : kFastestCpuRankFlops;
+  // The key to change: the number of steps, unless a single step alone exceeds the budget.
+  const bool one_step_too_long = seconds / static_cast<double>(steps) > machine.time_budget_seconds;
+  const std::string pointer =
+      golden ? (one_step_too_long ? "/golden/train_batch_size" : "/golden/steps")
+             : (one_step_too_long ? "/deepspeed/train_micro_batch_size_per_gpu" : "/loop/steps");
+  char figures[200];
+  std::snprintf(figures, sizeof figures, "%.3g FLOPs of training arithmetic%s over %lld steps",
+                flops, golden ? " for the golden" : " per rank", static_cast<long long>(steps));
+  char speed[64];
+  std::snprintf(speed, sizeof speed, "%.3g", rate / 1e9);
+  return scenario.file + ":" + pointer + ": this scenario would train for at least " +
+         format_seconds(seconds) + " (" + figures + ", at no more than " + speed +
+         " GFLOP/s per rank), beyond the time budget of " +
+         format_seconds(machine.time_budget_seconds);
+}
+
 }  // namespace
 
 ResourceEstimate estimate_resources(const Scenario& scenario, const Plan& plan) {
@@ -71,11 +112,27 @@ ResourceEstimate estimate_resources(const Scenario& scenario, const Plan& plan) 
       micro_steps * (sizeof(MicroStepRecord) + 2.0 * sizeof(MemorySample));
 
   estimate.processes = plan.batch.world_size > 1 ? plan.batch.world_size + 1 : 1;
+
+  const double flops_per_sample =
+      6.0 * parameters * static_cast<double>(tokens_per_sample(scenario.data.options));
+  const double run_micro_steps = static_cast<double>(scenario.loop.steps) * gas;
+  estimate.run_micro_steps = static_cast<int64_t>(std::min(run_micro_steps, 9e18));
+  estimate.run_flops = run_micro_steps * micro_batch * flops_per_sample;
+  estimate.golden_flops = golden_steps *
+                          static_cast<double>(scenario.golden.train_batch_size) *
+                          flops_per_sample;
+  const double rank_flops =
+      plan.device == Device::cuda ? kFastestCudaRankFlops : kFastestCpuRankFlops;
+  estimate.run_seconds =
+      estimate.run_flops / rank_flops + run_micro_steps * kLeastSecondsPerMicroStep;
+  estimate.golden_seconds =
+      estimate.golden_flops / kFastestCpuRankFlops + golden_steps * kLeastSecondsPerMicroStep;
   return estimate;
 }
 
 std::optional<std::string> refuse_beyond_machine(const Scenario& scenario, const Plan& plan,
-                                                 const MachineCapacity& machine) {
+                                                 const MachineCapacity& machine,
+                                                 ResourceUse use) {
   const ResourceEstimate estimate = estimate_resources(scenario, plan);
   const std::string allow = "; make it smaller, or pass --allow-large to run it anyway";
   const int64_t ranks = plan.batch.world_size;
@@ -111,6 +168,9 @@ std::optional<std::string> refuse_beyond_machine(const Scenario& scenario, const
            format_bytes(host_bytes) + " of RAM across " + std::to_string(ranks) +
            (ranks == 1 ? " rank" : " ranks") + needs + ", this machine has " +
            format_bytes(static_cast<double>(machine.ram_bytes)) + allow;
+  }
+  if (auto too_long = refuse_beyond_time_budget(scenario, plan, estimate, machine, use)) {
+    return *too_long + allow;
   }
   return std::nullopt;
 }

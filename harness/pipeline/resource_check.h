@@ -17,7 +17,17 @@ struct MachineCapacity {
   int64_t ram_bytes = 0;
   int64_t gpu_bytes = 0;  // one GPU's memory; 0 without CUDA
   int64_t cores = 1;
+  // The longest a scenario may train. Its time is estimated at speeds no machine of its kind
+  // exceeds (kFastest*), so only work that surely takes longer is refused.
+  double time_budget_seconds = 3600.0;
 };
+
+// Speeds above what a rank reaches (one LibTorch thread on a CPU core; one H200 in bf16, dense),
+// and the least a micro-step costs beside its arithmetic (engine, loop, probes): the time
+// estimate is a lower bound.
+constexpr double kFastestCpuRankFlops = 100e9;
+constexpr double kFastestCudaRankFlops = 1000e12;
+constexpr double kLeastSecondsPerMicroStep = 20e-6;
 
 // Ranks per core beyond which a scenario is refused: the suite's 4-rank scenarios run on 1 core
 // (slowly); 64 ranks on 2 cores only thrash.
@@ -30,13 +40,24 @@ struct ResourceEstimate {
   double bookkeeping_bytes = 0;  // per rank: per-micro-step records and memory samples
   int64_t parameters = 0;
   int64_t processes = 1;  // the ranks, and mpirun when there are several
+  // Training arithmetic (6 FLOPs per parameter and token: forward and backward), per rank.
+  double run_flops = 0;     // the run: loop.steps windows of GAS micro-batches
+  double golden_flops = 0;  // the golden: golden.steps batches of the intended size, one rank
+  int64_t run_micro_steps = 0;
+  double run_seconds = 0;     // at least, at the fastest speed (see kFastest*)
+  double golden_seconds = 0;  // at least, on the CPU
 };
 
 ResourceEstimate estimate_resources(const Scenario& scenario, const Plan& plan);
 
+// What the refusal is for: `run` trains the run (the golden is read from its file), `golden
+// --update` trains the golden.
+enum class ResourceUse { run, golden_update };
+
 // The refusal, starting with `file:/pointer` of what dominates and saying what the scenario
 // would need; std::nullopt when it fits.
 std::optional<std::string> refuse_beyond_machine(const Scenario& scenario, const Plan& plan,
-                                                 const MachineCapacity& machine);
+                                                 const MachineCapacity& machine,
+                                                 ResourceUse use = ResourceUse::run);
 
 }  // namespace trainrepro

@@ -22,6 +22,25 @@ function(add_fuzz_target name)
   add_custom_target(build_${name}_fuzz ALL DEPENDS ${binary})
 endfunction()
 
+# The same for code that needs LibTorch: its headers and CPU libraries as shipped (not
+# instrumented; our code is), found where find_package(Torch) found them.
+function(add_torch_fuzz_target name)
+  set(sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${name}_fuzz.cpp ${ARGN})
+  set(binary ${CMAKE_CURRENT_BINARY_DIR}/${name}_fuzz)
+  add_custom_command(
+    OUTPUT ${binary}
+    COMMAND ${TRAINREPRO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
+            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR}
+            -isystem ${TORCH_INSTALL_PREFIX}/include
+            -isystem ${TORCH_INSTALL_PREFIX}/include/torch/csrc/api/include
+            ${sources} -L${TORCH_INSTALL_PREFIX}/lib -Wl,-rpath,${TORCH_INSTALL_PREFIX}/lib
+            -ltorch_cpu -lc10 -o ${binary}
+    DEPENDS ${sources}
+    COMMENT "Building the ${name} fuzz target with clang (libFuzzer, ASan, UBSan, LibTorch)"
+    VERBATIM)
+  add_custom_target(build_${name}_fuzz ALL DEPENDS ${binary})
+endfunction()
+
 # Everything a pasted config or scenario text reaches before training; none of it needs LibTorch.
 set(config_input_sources
     ${PROJECT_SOURCE_DIR}/harness/json/json_fields.cpp
@@ -48,6 +67,27 @@ add_fuzz_target(scenario
     ${config_input_sources})
 set(scenario_fuzz ${CMAKE_CURRENT_BINARY_DIR}/scenario_fuzz)
 
+# The golden readers: safetensors decoding alone, then the manifest and the golden loader.
+set(safetensors_sources
+    ${PROJECT_SOURCE_DIR}/harness/golden/safetensors.cpp
+    ${PROJECT_SOURCE_DIR}/harness/files/atomic_write.cpp
+    ${PROJECT_SOURCE_DIR}/harness/files/file_chunks.cpp)
+add_torch_fuzz_target(safetensors ${safetensors_sources})
+add_torch_fuzz_target(golden
+    ${PROJECT_SOURCE_DIR}/harness/golden/golden_store.cpp
+    ${PROJECT_SOURCE_DIR}/harness/golden/golden_key.cpp
+    ${PROJECT_SOURCE_DIR}/harness/golden/sha256.cpp
+    ${PROJECT_SOURCE_DIR}/harness/engine/runtime_info.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/scenario_spellings.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/expectation.cpp
+    ${PROJECT_SOURCE_DIR}/models/model_zoo.cpp
+    ${PROJECT_SOURCE_DIR}/models/data_zoo.cpp
+    ${PROJECT_SOURCE_DIR}/models/model_data_fit.cpp
+    ${PROJECT_SOURCE_DIR}/models/options_json.cpp
+    ${safetensors_sources}
+    ${config_input_sources})
+
 # A short run from the kept corpus; new inputs go to the build folder, never the source tree.
 add_test(NAME fuzz/config-short
          COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
@@ -63,8 +103,23 @@ add_test(NAME fuzz/scenario-short
                  ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-scenario ${PROJECT_SOURCE_DIR}/scenarios)
 set_tests_properties(fuzz/scenario-short PROPERTIES LABELS fuzz TIMEOUT 600
                      FIXTURES_REQUIRED fuzz_corpus_folder)
+# The golden target writes two files per execution (~500/s): fewer runs keep it under a minute.
+set(short_runs_safetensors 30000)
+set(short_runs_golden 5000)
+foreach(target safetensors golden)
+  add_test(NAME fuzz/${target}-short
+           COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
+                   ${CMAKE_CURRENT_BINARY_DIR}/${target}_fuzz -runs=${short_runs_${target}}
+                   -max_len=8192
+                   -rss_limit_mb=2048 -timeout=10 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-${target}
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/${target})
+  set_tests_properties(fuzz/${target}-short PROPERTIES LABELS fuzz TIMEOUT 600
+                       FIXTURES_REQUIRED fuzz_corpus_folder)
+endforeach()
 add_test(NAME fuzz/make-corpus-folder
          COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-config
-                 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-scenario)
+                 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-scenario
+                 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-safetensors
+                 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-golden)
 set_tests_properties(fuzz/make-corpus-folder PROPERTIES LABELS fuzz
                      FIXTURES_SETUP fuzz_corpus_folder)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -11,6 +12,8 @@
 
 #include "harness/golden/golden_run.h"
 #include "harness/golden/golden_store.h"
+#include "harness/golden/safetensors.h"
+#include "harness/golden/sha256.h"
 #include "harness/scenario/load_scenario.h"
 #include "tests/unit/scenario_file_fixture.h"
 
@@ -158,6 +161,56 @@ TEST_F(GoldenStore, UpdateKilledBeforeTheRenameReadsTheManifestedFile) {
   EXPECT_FALSE(std::filesystem::exists(path + ".next"));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp.Ab12Cd"));
   EXPECT_EQ(check_golden(golden_dir_, scenario_), "");
+}
+
+// The loaded golden's data knew no sample count, so the staleness check compared 0 samples and
+// could never see a changed data generator.
+TEST_F(GoldenStore, LoadedGoldenCountsItsSamples) {
+  const Golden computed = compute_golden(scenario_);
+  write_golden(golden_dir_, computed);
+  const Golden loaded = load_golden(golden_dir_, scenario_);
+  EXPECT_GT(computed.data.samples, 0);
+  EXPECT_EQ(loaded.data.samples, computed.data.samples);
+  EXPECT_EQ(loaded.data.items, computed.data.items);
+}
+
+// Found by tests/fuzz/golden_fuzz.cpp: a golden whose checksum matches its manifest entry (a
+// file rewritten by hand or another tool) but whose content is wrong ended the run with exit 3
+// (a JSON parse exception, or a tensor of the wrong dtype or size reaching the comparisons).
+// Each is now this golden's error, naming the regenerate command.
+TEST_F(GoldenStore, WellChecksummedButMalformedGoldenIsAnError) {
+  const auto rewrite = [&](const std::function<void(SafetensorsFile&)>& edit) {
+    const std::string path = write_golden(golden_dir_, compute_golden(scenario_));
+    SafetensorsFile file = read_safetensors(path);
+    edit(file);
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    for (const std::string& name : file.names) tensors.emplace_back(name, file.tensors.at(name));
+    write_safetensors(path, tensors, file.metadata);
+    const std::string manifest = golden_dir_ + "/manifest.json";
+    nlohmann::json entries;
+    std::ifstream(manifest) >> entries;
+    entries["goldens"][std::filesystem::path(path).filename().string()]["sha256"] =
+        sha256_of_file(path);
+    std::ofstream(manifest) << entries.dump();
+    return path;
+  };
+  std::string path = rewrite([](SafetensorsFile& file) { file.metadata["parameters"] = "[1,"; });
+  EXPECT_EQ(error_loading(scenario_).rfind(path + ": the metadata \"parameters\" is not a list", 0),
+            0u)
+      << error_loading(scenario_);
+  path = rewrite([](SafetensorsFile& file) {
+    file.tensors["step0/loss"] = at::zeros({2}, at::kDouble);
+  });
+  EXPECT_EQ(error_loading(scenario_).rfind(path + ": tensor \"step0/loss\" holds 2 values", 0), 0u)
+      << error_loading(scenario_);
+  path = rewrite([](SafetensorsFile& file) {
+    at::Tensor& inputs = file.tensors["data/inputs"];
+    inputs = inputs.to(at::kFloat);
+  });
+  EXPECT_EQ(error_loading(scenario_).rfind(path + ": tensor \"data/inputs\" has dtype Float", 0),
+            0u)
+      << error_loading(scenario_);
+  EXPECT_NE(error_loading(scenario_).find("golden --update"), std::string::npos);
 }
 
 TEST_F(GoldenStore, ConfigErrorScenariosNeedNoGolden) {

@@ -84,5 +84,56 @@ TEST(ResourceCheck, RefusesWhatTheMachineLacksPointingAtTheKey) {
       << *too_many;
 }
 
+// A billion steps of a small model need little memory when nothing is recorded per step, but
+// would train for weeks: refused by the time estimate, pointing at the steps. Swept across the
+// budget: just under it runs, just over it is refused.
+TEST(ResourceCheck, RefusesWhatWouldTrainBeyondTheTimeBudget) {
+  Scenario scenario = shipped("accumulation/gas-missing-fixed.json");
+  const Plan plan = plan_of(scenario);
+  scenario.loop.steps = 1000000000;
+  MachineCapacity machine{int64_t{1} << 50, 0, 2};
+  const std::optional<std::string> weeks = refuse_beyond_machine(scenario, plan, machine);
+  ASSERT_TRUE(weeks.has_value());
+  EXPECT_NE(weeks->find("gas-missing-fixed.json:/loop/steps: this scenario would train for at "
+                        "least "),
+            std::string::npos)
+      << *weeks;
+  EXPECT_NE(weeks->find("over 1000000000 steps, at no more than 100 GFLOP/s per rank), beyond "
+                        "the time budget of 60 minutes"),
+            std::string::npos)
+      << *weeks;
+
+  const ResourceEstimate estimate = estimate_resources(scenario, plan);
+  machine.time_budget_seconds = estimate.run_seconds * 1.01;
+  EXPECT_EQ(refuse_beyond_machine(scenario, plan, machine), std::nullopt);
+  machine.time_budget_seconds = estimate.run_seconds * 0.99;
+  EXPECT_TRUE(refuse_beyond_machine(scenario, plan, machine).has_value());
+
+  // The golden's own work decides for `golden --update`: few golden steps fit.
+  machine.time_budget_seconds = 3600.0;
+  EXPECT_EQ(refuse_beyond_machine(scenario, plan, machine, ResourceUse::golden_update),
+            std::nullopt);
+  scenario.golden.steps = 1000000000;
+  scenario.loop.steps = 4;
+  const std::optional<std::string> golden =
+      refuse_beyond_machine(scenario, plan, machine, ResourceUse::golden_update);
+  ASSERT_TRUE(golden.has_value());
+  EXPECT_NE(golden->find(":/golden/steps: this scenario would train for at least"),
+            std::string::npos)
+      << *golden;
+}
+
+// The estimate's arithmetic: 6 FLOPs per parameter and sample, per micro-step of each window.
+TEST(ResourceCheck, EstimatesTheTrainingArithmetic) {
+  const Scenario scenario = shipped("accumulation/gas-missing-fixed.json");
+  const Plan plan = plan_of(scenario);
+  const ResourceEstimate estimate = estimate_resources(scenario, plan);
+  const double samples = static_cast<double>(scenario.loop.steps) *
+                         static_cast<double>(plan.batch.gradient_accumulation_steps) *
+                         static_cast<double>(plan.batch.micro_batch_per_gpu);
+  EXPECT_DOUBLE_EQ(estimate.run_flops, 6.0 * static_cast<double>(estimate.parameters) * samples);
+  EXPECT_GT(estimate.run_seconds, 0.0);
+}
+
 }  // namespace
 }  // namespace trainrepro
