@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "harness/cli/commands.h"
+#include "harness/scenario/hf_trainer.h"
 #include "harness/scenario/json_document.h"
 #include "harness/scenario/plan.h"
 #include "harness/json/scenario_error.h"
@@ -25,8 +26,14 @@ int run_config_resolve(const ConfigResolveArgs& args) {
   // Batch sizes need no optimizer: a config whose optimizer the engine lacks still resolves.
   DeepSpeedConfig config;
   try {
-    config = read_deepspeed_config(read_json_file(args.config_file, JsonDialect::deepspeed_config),
-                                   args.config_file, "", *release);
+    const nlohmann::json pasted = read_json_file(args.config_file, JsonDialect::deepspeed_config);
+    // Every "auto" at once, with what the Trainer would write (not one key per run).
+    if (const std::vector<std::string> autos = find_auto_values(pasted); !autos.empty()) {
+      std::cerr << args.config_file << ":" << autos.front() << ": "
+                << describe_auto_values(pasted, args.world_size) << "\n";
+      return kExitBadInput;
+    }
+    config = read_deepspeed_config(pasted, args.config_file, "", *release);
   } catch (const ScenarioError& error) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;

@@ -1,7 +1,11 @@
 #include "harness/scenario/load_scenario.h"
 
+#include <algorithm>
+#include <optional>
 #include <regex>
 
+#include "harness/scenario/client_optimizer.h"
+#include "harness/scenario/hf_trainer.h"
 #include "harness/scenario/json_document.h"
 #include "harness/json/scenario_error.h"
 #include "models/model_data_fit.h"
@@ -150,6 +154,111 @@ std::vector<Requirement> read_requirements(ObjectReader& root) {
   return requirements;
 }
 
+// The model config's hidden_size as the Trainer would find it: the GPT's width; for the MLP,
+// its widest layer (an MLP has no config; a user's own model gives hidden_size in hf_trainer).
+int64_t model_hidden_size(const ModelOptions& options) {
+  if (const auto* gpt = std::get_if<GptOptions>(&options)) return gpt->d_model;
+  const auto& dims = std::get<MlpOptions>(options).dims;
+  return *std::max_element(dims.begin(), dims.end());
+}
+
+// The config DeepSpeed receives: with an "hf_trainer" section, as the transformers Trainer and
+// accelerate fill and check it; without one, the pasted config, which must hold no "auto".
+nlohmann::json apply_hf_trainer(ObjectReader& root, const Scenario& scenario,
+                                const nlohmann::json& pasted, std::vector<std::string>& notes,
+                                std::optional<OptimizerConfig>& trainer_optimizer) {
+  const std::string at_deepspeed = root.file() + ":" + root.pointer_to("deepspeed");
+  root.note_known("hf_trainer");
+  if (!root.has("hf_trainer")) {
+    const std::vector<std::string> autos = find_auto_values(pasted);
+    if (!autos.empty()) {
+      root.fail_at("/deepspeed" + autos.front(), describe_auto_values(pasted, scenario.world_size));
+    }
+    return pasted;
+  }
+  ObjectReader section = root.required_object("hf_trainer");
+  const HfTrainerArgs args =
+      read_hf_trainer(section, scenario.loop.steps, model_hidden_size(scenario.model.options));
+  const HfFilledConfig filled = fill_as_hf_trainer(pasted, args, scenario.world_size);
+  const auto join = [](const std::vector<std::string>& lines) {
+    std::string text;
+    for (const std::string& line : lines) text += (text.empty() ? " " : "; ") + line;
+    return text;
+  };
+  if (!filled.mismatches.empty()) {
+    std::vector<std::string> located;
+    for (const std::string& mismatch : filled.mismatches) located.push_back("/deepspeed" + mismatch);
+    root.fail_at(located.front().substr(0, located.front().find(' ')),
+                 std::string("the Hugging Face Trainer (transformers ") + kTransformersRelease +
+                     ") refuses this config at train(): " + std::to_string(located.size()) +
+                     (located.size() == 1 ? " value disagrees" : " values disagree") +
+                     " with \"hf_trainer\" (TrainingArguments); set them to \"auto\" or "
+                     "change hf_trainer:" +
+                     join(located));
+  }
+  if (!filled.unknown_autos.empty()) {
+    root.fail_at("/deepspeed" + filled.unknown_autos.front(),
+                 "\"auto\" that the Trainer does not fill: accelerate refuses it at prepare() "
+                 "(\"not found in kwargs\"); write a value. All such keys:" +
+                     join(filled.unknown_autos));
+  }
+  for (const HfFilledValue& value : filled.filled) {
+    notes.push_back(at_deepspeed + value.pointer + ": \"auto\" filled by the Hugging Face "
+                    "Trainer with " + value.value.dump() + " (" + value.source + ")");
+  }
+  for (const std::string& inserted : filled.inserted) {
+    notes.push_back(at_deepspeed + ": accelerate inserts " + inserted);
+  }
+  // No optimizer in the config: the Trainer builds torch AdamW itself, passes it to
+  // deepspeed.initialize, and allows it under ZeRO (zero_allow_untested_optimizer). Its
+  // weight decay skips biases and LayerNorm weights: parameter groups the engine lacks.
+  nlohmann::json config = filled.config;
+  if (config.is_object() && !config.contains("optimizer")) {
+    if (args.weight_decay != 0.0) {
+      section.fail("weight_decay",
+                   "the Trainer's own AdamW (the config has no optimizer) decays every weight "
+                   "but biases and LayerNorm weights; the reference engine has no parameter "
+                   "groups yet, so only weight_decay 0 runs");
+    }
+    config["zero_allow_untested_optimizer"] = true;
+    trainer_optimizer = hf_trainer_client_optimizer(args.learning_rate, args.adam_beta1,
+                                                    args.adam_beta2, args.adam_epsilon, 0.0);
+    notes.push_back(at_deepspeed + ": no optimizer: the Trainer passes its own torch AdamW "
+                    "(learning_rate, adam_beta1/2, adam_epsilon, weight_decay of hf_trainer) and "
+                    "sets zero_allow_untested_optimizer");
+  }
+  return config;
+}
+
+// "client_optimizer" (or the Trainer's own): DeepSpeed uses the client's and ignores the
+// config's "optimizer" block without a word; we say so.
+void read_client_optimizer_section(ObjectReader& root, DeepSpeedConfig& config,
+                                   const std::optional<OptimizerConfig>& trainer_optimizer) {
+  root.note_known("client_optimizer");
+  std::optional<OptimizerConfig> client = trainer_optimizer;
+  if (root.has("client_optimizer")) {
+    if (trainer_optimizer) {
+      root.fail("client_optimizer",
+                "the Hugging Face Trainer builds the client optimizer itself when the config "
+                "has none (hf_trainer is given): remove client_optimizer, or put the optimizer "
+                "in the config");
+    }
+    ObjectReader section = root.required_object("client_optimizer");
+    client = read_client_optimizer(section);
+  }
+  if (!client) return;
+  if (!config.optimizer_type.empty() && !trainer_optimizer) {
+    config.warnings.push_back(root.file() + ":" + root.pointer_to("deepspeed") +
+                              "/optimizer: ignored: DeepSpeed uses the client optimizer passed "
+                              "to deepspeed.initialize (client_optimizer) and never reads this "
+                              "block");
+  }
+  config.optimizer_type = "client torch.optim." + client->type_as_written;
+  config.optimizer = client;
+  config.optimizer_not_implemented.clear();
+  config.optimizer_refused.reset();
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& file) {
@@ -186,34 +295,46 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
     root.fail_at(pointer, problem->message);
   }
 
-  std::string release_note;
-  const DeepSpeedRelease& release = read_deepspeed_release(root, release_note);
-  scenario.deepspeed = read_deepspeed_config(root.required_value("deepspeed"), file,
-                                             root.pointer_to("deepspeed"), release);
-  if (!release_note.empty()) scenario.deepspeed.warnings.push_back(release_note);
-  if (scenario.deepspeed.optimizer_type.empty()) {
-    root.fail_at("/deepspeed/optimizer",
-                 "required key is missing: trainrepro builds the optimizer from the config (if "
-                 "your script passes its own optimizer to deepspeed.initialize, describe it here "
-                 "as {\"type\": \"AdamW\", \"params\": {\"lr\": 0.001}})");
-  }
-  if (!scenario.deepspeed.optimizer_not_implemented.empty()) {
-    root.fail_at("/deepspeed/optimizer/type", scenario.deepspeed.optimizer_not_implemented);
-  }
+  // The run's size and length first: the Hugging Face Trainer fills "auto" from them.
   scenario.world_size = root.optional_int("world_size", 1, 1);
   // More ranks than any cluster has; beyond this the batch products could overflow.
   if (scenario.world_size > kLargestWorldSize) {
     root.fail("world_size", "expected at most " + std::to_string(kLargestWorldSize) +
                                 " ranks, found " + std::to_string(scenario.world_size));
   }
-  scenario.device = root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
-
-  scenario.dtype = root.optional_enum("dtype", EngineDtype::float32, engine_dtype_spellings());
-
   ObjectReader golden = root.required_object("golden");
   scenario.golden = read_golden(golden);
   ObjectReader loop = root.optional_object("loop");
   scenario.loop = read_loop(loop, scenario.golden);
+
+  std::string release_note;
+  const DeepSpeedRelease& release = read_deepspeed_release(root, release_note);
+  const nlohmann::json& pasted = root.required_value("deepspeed");
+  std::vector<std::string> trainer_notes;
+  std::optional<OptimizerConfig> trainer_optimizer;
+  const nlohmann::json config =
+      apply_hf_trainer(root, scenario, pasted, trainer_notes, trainer_optimizer);
+  scenario.deepspeed =
+      read_deepspeed_config(config, file, root.pointer_to("deepspeed"), release);
+  scenario.deepspeed.verbatim = pasted;  // as the user wrote it; the notes say what was filled
+  for (std::string& note : trainer_notes) scenario.deepspeed.warnings.push_back(std::move(note));
+  if (!release_note.empty()) scenario.deepspeed.warnings.push_back(release_note);
+  read_client_optimizer_section(root, scenario.deepspeed, trainer_optimizer);
+  if (scenario.deepspeed.optimizer_type.empty()) {
+    root.fail_at("/deepspeed/optimizer",
+                 "required key is missing: DeepSpeed builds no optimizer without one (if your "
+                 "script passes its own optimizer to deepspeed.initialize, describe it in a "
+                 "\"client_optimizer\" section: {\"type\": \"AdamW\", \"params\": {\"lr\": "
+                 "0.001}}; a Hugging Face Trainer run describes its TrainingArguments in "
+                 "\"hf_trainer\")");
+  }
+  if (!scenario.deepspeed.optimizer_not_implemented.empty()) {
+    root.fail_at("/deepspeed/optimizer/type", scenario.deepspeed.optimizer_not_implemented);
+  }
+  scenario.device = root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
+
+  scenario.dtype = root.optional_enum("dtype", EngineDtype::float32, engine_dtype_spellings());
+
   ObjectReader memory = root.optional_object("memory");
   scenario.memory = read_memory(memory);
   root.note_known("tolerance");

@@ -58,6 +58,8 @@ set(config_fuzz ${CMAKE_CURRENT_BINARY_DIR}/config_fuzz)
 # The scenario loader: every section's reader and the zoos, on top of the config's sources.
 add_fuzz_target(scenario
     ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/client_optimizer.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/scenario_spellings.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/expectation.cpp
     ${PROJECT_SOURCE_DIR}/models/model_zoo.cpp
@@ -79,6 +81,8 @@ add_torch_fuzz_target(golden
     ${PROJECT_SOURCE_DIR}/harness/golden/sha256.cpp
     ${PROJECT_SOURCE_DIR}/harness/engine/runtime_info.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/client_optimizer.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/scenario_spellings.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/expectation.cpp
     ${PROJECT_SOURCE_DIR}/models/model_zoo.cpp

@@ -138,10 +138,10 @@ TEST_F(ScenarioLoading, FractionalBatchInDeepSpeedConfigIsRejected) {
 TEST_F(ScenarioLoading, HuggingFaceAutoValueIsExplained) {
   nlohmann::json scenario = valid_scenario();
   scenario["deepspeed"]["gradient_accumulation_steps"] = "auto";
-  EXPECT_NE(error_of(scenario).find(path_ + ":/deepspeed/gradient_accumulation_steps: found the "
-                                            "string \"auto\": \"auto\" is filled in by the "
-                                            "Hugging Face Trainer"),
-            std::string::npos);
+  EXPECT_NE(error_of(scenario).find(path_ + ":/deepspeed/gradient_accumulation_steps: 1 value is "
+                                            "\"auto\", which the Hugging Face Trainer fills in"),
+            std::string::npos)
+      << error_of(scenario);
 }
 
 TEST_F(ScenarioLoading, NullBatchKeyReadsAsAbsentLikeDeepSpeed) {
@@ -169,8 +169,9 @@ TEST_F(ScenarioLoading, MissingOptimizerExplainsWhyItIsNeeded) {
   nlohmann::json scenario = valid_scenario();
   scenario["deepspeed"].erase("optimizer");
   EXPECT_NE(error_of(scenario).find(path_ + ":/deepspeed/optimizer: required key is missing: "
-                                            "trainrepro builds the optimizer"),
-            std::string::npos);
+                                            "DeepSpeed builds no optimizer without one"),
+            std::string::npos)
+      << error_of(scenario);
 }
 
 TEST_F(ScenarioLoading, UnimplementedOptimizerIsRejected) {

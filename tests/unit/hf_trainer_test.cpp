@@ -1,0 +1,237 @@
+// The Hugging Face Trainer's side of a pasted config: "auto" filled as transformers 5.24.0 and
+// accelerate 1.15.0 fill it, disagreements listed all at once, unknown "auto" refused, and a
+// scenario without an optimizer trained with the client optimizer the script passes.
+#include <gtest/gtest.h>
+
+#include "harness/json/scenario_error.h"
+#include "harness/scenario/hf_trainer.h"
+#include "harness/scenario/load_scenario.h"
+#include "tests/unit/scenario_file_fixture.h"
+
+namespace trainrepro {
+namespace {
+
+// transformers' tests/deepspeed/ds_config_zero2.json, abridged: every kind of "auto".
+nlohmann::json transformers_zero2() {
+  return nlohmann::json::parse(R"({
+    "fp16": {"enabled": "auto", "loss_scale": 0, "initial_scale_power": 16},
+    "bf16": {"enabled": "auto"},
+    "optimizer": {"type": "AdamW",
+                  "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},
+    "scheduler": {"type": "WarmupDecayLR",
+                  "params": {"warmup_min_lr": "auto", "warmup_max_lr": "auto",
+                             "warmup_num_steps": "auto", "total_num_steps": "auto"}},
+    "zero_optimization": {"stage": 2, "reduce_bucket_size": "auto"},
+    "gradient_accumulation_steps": "auto",
+    "gradient_clipping": "auto",
+    "train_batch_size": "auto",
+    "train_micro_batch_size_per_gpu": "auto"
+  })");
+}
+
+TEST(HfTrainer, FillsEveryAutoFromTrainingArguments) {
+  HfTrainerArgs args;
+  args.per_device_train_batch_size = 4;
+  args.gradient_accumulation_steps = 3;
+  args.learning_rate = 2e-4;
+  args.warmup_steps = 0.25;  // below 1: a fraction of max_steps
+  args.max_steps = 10;
+  args.hidden_size = 64;
+  const HfFilledConfig filled = fill_as_hf_trainer(transformers_zero2(), args, 2);
+  EXPECT_TRUE(filled.mismatches.empty());
+  EXPECT_TRUE(filled.unknown_autos.empty());
+  const nlohmann::json& c = filled.config;
+  EXPECT_EQ(c["train_micro_batch_size_per_gpu"], 4);
+  EXPECT_EQ(c["gradient_accumulation_steps"], 3);
+  EXPECT_EQ(c["train_batch_size"], 24);  // 2 ranks × 4 × 3
+  EXPECT_EQ(c["gradient_clipping"], 1.0);
+  EXPECT_EQ(c["optimizer"]["params"]["lr"], 2e-4);
+  EXPECT_EQ(c["optimizer"]["params"]["betas"], nlohmann::json::array({0.9, 0.999}));
+  EXPECT_EQ(c["optimizer"]["params"]["eps"], 1e-8);
+  EXPECT_EQ(c["optimizer"]["params"]["weight_decay"], 0.0);
+  EXPECT_EQ(c["scheduler"]["params"]["warmup_min_lr"], 0);
+  EXPECT_EQ(c["scheduler"]["params"]["warmup_max_lr"], 2e-4);
+  EXPECT_EQ(c["scheduler"]["params"]["total_num_steps"], 10);
+  EXPECT_EQ(c["scheduler"]["params"]["warmup_num_steps"], 3);  // ceil(10 × 0.25)
+  EXPECT_EQ(c["fp16"]["enabled"], false);
+  EXPECT_EQ(c["bf16"]["enabled"], false);
+  EXPECT_EQ(c["zero_optimization"]["reduce_bucket_size"], 64 * 64);
+  EXPECT_EQ(filled.filled.size(), 15u);
+}
+
+// Without warm-up the Trainer still writes 1: DeepSpeed 0.19.3+ refuses 0.
+TEST(HfTrainer, WarmupIsAtLeastOneStep) {
+  HfTrainerArgs args;
+  args.max_steps = 100;
+  EXPECT_EQ(fill_as_hf_trainer(transformers_zero2(), args, 1)
+                .config["scheduler"]["params"]["warmup_num_steps"],
+            1);
+  args.warmup_steps = 7;
+  EXPECT_EQ(fill_as_hf_trainer(transformers_zero2(), args, 1)
+                .config["scheduler"]["params"]["warmup_num_steps"],
+            7);
+}
+
+// The Trainer compares with Python's !=: 1 == 1.0 == True agree; other values are listed all
+// together (one ValueError at train()), and fill_only keys are never compared.
+TEST(HfTrainer, ListsEveryDisagreementAtOnce) {
+  nlohmann::json config = transformers_zero2();
+  config["gradient_clipping"] = 1;             // == 1.0: agrees
+  config["train_batch_size"] = 32;             // 8 at one rank with the defaults
+  config["optimizer"]["params"]["lr"] = 1e-3;  // learning_rate 5e-5
+  config["fp16"]["enabled"] = true;            // fp16 false
+  config["scheduler"]["params"]["warmup_min_lr"] = 0.5;  // fill_only: never compared
+  HfTrainerArgs args;
+  args.max_steps = 4;
+  args.hidden_size = 8;
+  const HfFilledConfig filled = fill_as_hf_trainer(config, args, 1);
+  ASSERT_EQ(filled.mismatches.size(), 3u);
+  EXPECT_EQ(filled.mismatches[0],
+            "/train_batch_size = 32, but world_size × per_device_train_batch_size × "
+            "gradient_accumulation_steps = 1 × 8 × 1 = 8");
+  EXPECT_EQ(filled.mismatches[1], "/optimizer/params/lr = 0.001, but learning_rate = 5e-05");
+  EXPECT_EQ(filled.mismatches[2], "/fp16/enabled = true, but fp16 = false");
+}
+
+TEST(HfTrainer, AutoTheTrainerDoesNotKnowIsLeftForAccelerateToRefuse) {
+  nlohmann::json config = transformers_zero2();
+  config["zero_optimization"]["sub_group_size"] = "auto";
+  config["steps_per_print"] = "auto";
+  config["list"] = nlohmann::json::array({"auto"});  // accelerate walks objects, not lists
+  HfTrainerArgs args;
+  args.max_steps = 4;
+  args.hidden_size = 8;
+  const HfFilledConfig filled = fill_as_hf_trainer(config, args, 1);
+  EXPECT_EQ(filled.unknown_autos,
+            (std::vector<std::string>{"/steps_per_print", "/zero_optimization/sub_group_size"}));
+}
+
+// Parents are never created, and a precision flag without its block gets accelerate's block.
+TEST(HfTrainer, CreatesNothingButThePrecisionBlock) {
+  const nlohmann::json config = {{"train_micro_batch_size_per_gpu", "auto"}};
+  HfTrainerArgs args;
+  args.bf16 = true;
+  args.max_steps = 4;
+  args.hidden_size = 8;
+  const HfFilledConfig filled = fill_as_hf_trainer(config, args, 1);
+  EXPECT_EQ(filled.config,
+            nlohmann::json({{"train_micro_batch_size_per_gpu", 8}, {"bf16", {{"enabled", true}}}}));
+}
+
+TEST(HfTrainer, DescribesEveryAutoWithTheTrainersDefault) {
+  const std::string message = describe_auto_values(transformers_zero2(), 2);
+  EXPECT_EQ(message.rfind("15 values are \"auto\", which the Hugging Face Trainer fills in", 0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("/train_batch_size = 16 from world_size × per_device_train_batch_size × "
+                         "gradient_accumulation_steps = 2 × 8 × 1"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("/gradient_clipping = 1.0 from max_grad_norm"), std::string::npos);
+  EXPECT_NE(message.find("/scheduler/params/total_num_steps from max_steps"), std::string::npos);
+}
+
+class HfTrainerScenario : public ScenarioFileTest {
+ protected:
+  std::string error_of(const nlohmann::json& scenario) {
+    try {
+      load_scenario(write("s.json", scenario.dump()));
+    } catch (const ScenarioError& error) {
+      return error.what();
+    }
+    return "";
+  }
+};
+
+TEST_F(HfTrainerScenario, SectionFillsTheConfigAndKeepsItVerbatim) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"] = transformers_zero2();
+  scenario["deepspeed"]["optimizer"]["type"] = "AdamW";
+  scenario["hf_trainer"] = {{"per_device_train_batch_size", 4},
+                            {"gradient_accumulation_steps", 8},
+                            {"learning_rate", 1e-3}};
+  scenario["golden"]["train_batch_size"] = 32;
+  const Scenario loaded = load_scenario(write("s.json", scenario.dump()));
+  EXPECT_EQ(loaded.deepspeed.batch.micro_batch_per_gpu, 4);
+  EXPECT_EQ(loaded.deepspeed.batch.gradient_accumulation_steps, 8);
+  EXPECT_EQ(loaded.deepspeed.optimizer->lr, 1e-3);
+  EXPECT_EQ(loaded.deepspeed.gradient_clipping, 1.0);
+  EXPECT_EQ(loaded.deepspeed.verbatim["train_batch_size"], "auto");
+}
+
+TEST_F(HfTrainerScenario, WithoutTheSectionEveryAutoIsNamedAtOnce) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"] = transformers_zero2();
+  const std::string error = error_of(scenario);
+  EXPECT_NE(error.find("s.json:/deepspeed/bf16/enabled: 15 values are \"auto\""),
+            std::string::npos)
+      << error;
+}
+
+TEST_F(HfTrainerScenario, DisagreementIsTheTrainersError) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["hf_trainer"] = {{"per_device_train_batch_size", 8}};
+  // valid_scenario has train_batch_size 32 with micro batch 8: GAS 4 in DeepSpeed, 1 in the
+  // Trainer's arguments; lr 0.001 against the default learning_rate. Keys the config does not
+  // have (gradient_clipping) are not compared.
+  const std::string error = error_of(scenario);
+  EXPECT_NE(error.find("s.json:/deepspeed/train_batch_size: the Hugging Face Trainer "
+                       "(transformers 5.24.0) refuses this config at train(): 2 values disagree "
+                       "with \"hf_trainer\" (TrainingArguments); set them to \"auto\" or change "
+                       "hf_trainer: /deepspeed/train_batch_size = 32, but world_size × "
+                       "per_device_train_batch_size × gradient_accumulation_steps = 1 × 8 × 1 = 8; "
+                       "/deepspeed/optimizer/params/lr = 0.001, but learning_rate = 5e-05"),
+            std::string::npos)
+      << error;
+}
+
+// No optimizer in the config: a client optimizer (torch's defaults) or the Trainer's AdamW.
+TEST_F(HfTrainerScenario, ClientOptimizerTrainsAConfigWithoutOne) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"].erase("optimizer");
+  EXPECT_NE(error_of(scenario).find("describe it in a \"client_optimizer\" section"),
+            std::string::npos);
+
+  scenario["client_optimizer"] = {{"type", "AdamW"}, {"params", {{"lr", 0.01}}}};
+  Scenario loaded = load_scenario(write("s.json", scenario.dump()));
+  EXPECT_EQ(loaded.deepspeed.optimizer->kind, OptimizerKind::adamw);
+  EXPECT_EQ(loaded.deepspeed.optimizer->weight_decay, 0.01);  // torch.optim.AdamW's default
+  EXPECT_EQ(loaded.deepspeed.optimizer->lr, 0.01);
+
+  scenario["client_optimizer"] = {{"type", "Adam"}};
+  loaded = load_scenario(write("s.json", scenario.dump()));
+  EXPECT_FALSE(loaded.deepspeed.optimizer->decoupled_weight_decay);  // torch Adam: L2
+
+  scenario["client_optimizer"] = {{"type", "adamw"}};
+  EXPECT_NE(error_of(scenario).find("/client_optimizer/type: expected a torch.optim class"),
+            std::string::npos)
+      << error_of(scenario);
+
+  // The client's wins over the config's, silently in DeepSpeed, with a warning here.
+  scenario = valid_scenario();
+  scenario["client_optimizer"] = {{"type", "SGD"}, {"params", {{"lr", 0.1}}}};
+  loaded = load_scenario(write("s.json", scenario.dump()));
+  EXPECT_EQ(loaded.deepspeed.optimizer->kind, OptimizerKind::sgd);
+  bool warned = false;
+  for (const std::string& warning : loaded.deepspeed.warnings) {
+    warned = warned || warning.find("/deepspeed/optimizer: ignored: DeepSpeed uses the client "
+                                    "optimizer") != std::string::npos;
+  }
+  EXPECT_TRUE(warned);
+
+  // With hf_trainer and no config optimizer, the Trainer's own AdamW, allowed under ZeRO.
+  scenario = valid_scenario();
+  scenario["deepspeed"].erase("optimizer");
+  scenario["deepspeed"]["zero_optimization"] = {{"stage", 1}};
+  scenario["deepspeed"]["train_batch_size"] = 8;
+  scenario["golden"]["train_batch_size"] = 8;
+  scenario["hf_trainer"] = {{"learning_rate", 3e-4}};
+  loaded = load_scenario(write("s.json", scenario.dump()));
+  EXPECT_EQ(loaded.deepspeed.optimizer->kind, OptimizerKind::adamw);
+  EXPECT_EQ(loaded.deepspeed.optimizer->lr, 3e-4);
+  EXPECT_EQ(loaded.deepspeed.optimizer->weight_decay, 0.0);
+  EXPECT_TRUE(loaded.deepspeed.zero_allow_untested_optimizer);
+}
+
+}  // namespace
+}  // namespace trainrepro
