@@ -24,6 +24,10 @@ class Optimizer {
   void step(const std::vector<at::Tensor>& parameters, const std::vector<at::Tensor>& gradients);
 
   int64_t steps_taken() const { return steps_taken_; }
+  // The learning rate of the next steps (a scheduler writes it before each, as DeepSpeed's
+  // schedulers write the param groups' "lr").
+  void set_lr(double lr) { config_.lr = lr; }
+  double lr() const { return config_.lr; }
   // Bytes of optimizer state held (momentum and variance buffers), for memory accounting.
   int64_t state_bytes() const;
 

@@ -110,7 +110,13 @@ void ReferenceEngine::take_optimizer_step(bool through_engine) {
   } else if (on_optimizer_step) {
     event.gradient_norm = outside_engine_traffic([&] { return gradient_norm(); });
   }
+  // The rate the scheduler last wrote: a step around the engine uses it too, but only the
+  // engine's own steps advance the scheduler (engine.py _take_model_step).
+  if (plan_.lr_schedule) {
+    optimizer_.set_lr(scheduled_lr(*plan_.lr_schedule, scheduler_iteration_, plan_.optimizer.lr));
+  }
   optimizer_.step(strategy_->owned_parameters(), strategy_->owned_gradients());
+  if (plan_.lr_schedule && through_engine) ++scheduler_iteration_;
   timed_partition_work([&] { strategy_->after_update(); });
   event.ring_bytes = engine_ring_bytes() - bytes_at_last_step_;
   bytes_at_last_step_ = engine_ring_bytes();

@@ -109,6 +109,8 @@ class ReferenceEngine {
   int64_t observation_bytes_ = 0;
   int64_t bytes_at_last_step_ = 0;
   double partition_seconds_ = 0.0;
+  // The config's LR scheduler: its last_batch_iteration, -1 until the engine first steps it.
+  int64_t scheduler_iteration_ = -1;
 };
 
 }  // namespace trainrepro

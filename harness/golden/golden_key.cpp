@@ -21,7 +21,7 @@ nlohmann::json golden_key(const Scenario& scenario) {
     optimizer_json["eps"] = optimizer.eps;
     optimizer_json["decoupled_weight_decay"] = optimizer.decoupled_weight_decay;
   }
-  return {
+  nlohmann::json key = {
       {"format_version", kGoldenFormatVersion},
       {"model",
        {{"name", scenario.model.name},
@@ -36,6 +36,11 @@ nlohmann::json golden_key(const Scenario& scenario) {
       {"train_batch_size", scenario.golden.train_batch_size},
       {"steps", scenario.golden.steps},
   };
+  // Only when there is one, so that goldens written before schedulers existed keep their keys.
+  if (scenario.deepspeed.scheduler) {
+    key["lr_schedule"] = lr_schedule_to_json(*scenario.deepspeed.scheduler);
+  }
+  return key;
 }
 
 std::string golden_file_name(const nlohmann::json& key) {
@@ -55,6 +60,7 @@ Plan golden_plan(const Scenario& scenario) {
   plan.precision = Precision::fp32;
   plan.zero_stage = 0;
   plan.optimizer = *scenario.deepspeed.optimizer;
+  plan.lr_schedule = scenario.deepspeed.scheduler;
   plan.gradient_clipping = scenario.deepspeed.gradient_clipping;
   plan.golden = scenario.golden;
   return plan;

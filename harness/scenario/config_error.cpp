@@ -17,6 +17,7 @@ const EnumSpellings<ConfigErrorKind>& config_error_spellings() {
       {ConfigErrorKind::optimizer_not_supported, "optimizer_not_supported"},
       {ConfigErrorKind::untested_zero_optimizer, "untested_zero_optimizer"},
       {ConfigErrorKind::direct_backward_unsupported, "direct_backward_unsupported"},
+      {ConfigErrorKind::scheduler_invalid, "scheduler_invalid"},
       {ConfigErrorKind::batch_too_large, "batch_too_large"},
   };
   return spellings;

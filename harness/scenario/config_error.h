@@ -21,6 +21,7 @@ enum class ConfigErrorKind {
   optimizer_not_supported,      // a name that is neither DeepSpeed's nor a torch.optim class
   untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested
   direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)
+  scheduler_invalid,  // deepspeed.initialize cannot build the config's LR scheduler
   // Not DeepSpeed's: a batch product beyond 2^62 samples. Python's integers hold it and
   // DeepSpeed would go on; no machine trains it, and int64 arithmetic would wrap.
   batch_too_large,

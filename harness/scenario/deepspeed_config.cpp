@@ -155,6 +155,114 @@ void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
   result.optimizer = optimizer;
 }
 
+// "scheduler": {"type", "params"}. deepspeed.initialize builds DeepSpeed's own schedulers (or a
+// torch.optim.lr_scheduler class of that name) as cls(optimizer, **params)
+// (runtime/engine.py _scheduler_from_config); what Python refuses there is scheduler_invalid,
+// in Python's words.
+void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
+                    DeepSpeedConfig& result) {
+  ObjectReader block = section.required_object("scheduler");
+  LrSchedule schedule;
+  schedule.type_as_written = block.required_string("type");
+  const std::string& type = schedule.type_as_written;
+  const auto refuse = [&](const std::string& message) {
+    result.scheduler_refused = ConfigError{ConfigErrorKind::scheduler_invalid, message};
+  };
+  static const std::set<std::string> not_implemented = {
+      "OneCycle", "LRRangeTest", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
+      "ConstantLR", "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR",
+      "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts",
+      "OneCycleLR", "PolynomialLR"};
+  if (type == "WarmupLR") {
+    schedule.kind = LrScheduleKind::warmup_lr;
+  } else if (type == "WarmupDecayLR") {
+    schedule.kind = LrScheduleKind::warmup_decay_lr;
+  } else if (type == "WarmupCosineLR") {
+    schedule.kind = LrScheduleKind::warmup_cosine_lr;
+  } else if (not_implemented.count(type)) {
+    result.scheduler_not_implemented =
+        "scheduler \"" + type +
+        "\" is valid in DeepSpeed but not implemented by the reference engine (implemented: "
+        "\"WarmupLR\", \"WarmupDecayLR\", \"WarmupCosineLR\")";
+    return;
+  } else {
+    refuse("AssertionError: DeepSpeed does not recognize LR scheduler " + type);
+    return;
+  }
+  block.note_known("params");
+  if (!block.has("params")) {
+    refuse("TypeError: " + type +
+           "() argument after ** must be a mapping, not NoneType (a scheduler needs "
+           "\"params\")");
+    return;
+  }
+  ObjectReader params = block.required_object("params");
+  const bool cosine = schedule.kind == LrScheduleKind::warmup_cosine_lr;
+  const bool old_release = release.version == "0.16.9";
+  // Python refuses a keyword the class does not take.
+  const std::set<std::string> accepted =
+      cosine ? std::set<std::string>{"total_num_steps", "warmup_min_ratio", "warmup_num_steps",
+                                     "cos_min_ratio", "warmup_type", "last_batch_iteration"}
+             : std::set<std::string>{"total_num_steps", "warmup_min_lr", "warmup_max_lr",
+                                     "warmup_num_steps", "warmup_type", "last_batch_iteration"};
+  for (const auto& item : block.required_value("params").items()) {
+    const std::string& key = item.key();
+    if (!accepted.count(key) ||
+        (key == "total_num_steps" && schedule.kind == LrScheduleKind::warmup_lr)) {
+      refuse("TypeError: " + type + ".__init__() got an unexpected keyword argument '" + key +
+             "' (at " + params.file() + ":" + params.pointer_to(key) + ")");
+      return;
+    }
+  }
+  if (schedule.kind != LrScheduleKind::warmup_lr && !params.has("total_num_steps")) {
+    refuse("TypeError: " + type +
+           ".__init__() missing 1 required positional argument: 'total_num_steps'");
+    return;
+  }
+  if (params.has("warmup_num_steps") && !old_release) {  // checked since 0.19.3
+    const nlohmann::json& steps = params.required_value("warmup_num_steps");
+    if (!steps.is_number_integer() || steps.get<int64_t>() <= 0) {
+      refuse("ValueError: warmup_num_steps must be a positive integer, got " + steps.dump());
+      return;
+    }
+  }
+  schedule.warmup_num_steps = params.optional_int("warmup_num_steps", 1000, 1);
+  if (params.has("total_num_steps")) {
+    schedule.total_num_steps = params.required_int("total_num_steps", 0);
+  }
+  const std::string warmup_type = params.optional_string("warmup_type", "log");
+  if (warmup_type == "linear") {
+    schedule.warmup_type = WarmupType::linear;
+  } else if (warmup_type != "log") {
+    result.warnings.push_back(params.file() + ":" + params.pointer_to("warmup_type") +
+                              ": DeepSpeed warns \"Using unknown warmup_type: " + warmup_type +
+                              "\" and warms up with \"log\"");
+  }
+  params.note_known("last_batch_iteration");
+  if (params.has("last_batch_iteration") &&
+      params.required_value("last_batch_iteration") != nlohmann::json(-1)) {
+    result.scheduler_not_implemented =
+        "a scheduler resumed from last_batch_iteration other than -1 is not implemented by the "
+        "reference engine";
+    return;
+  }
+  if (cosine) {
+    schedule.warmup_min_ratio = params.optional_number("warmup_min_ratio", 0.0, 0.0);
+    schedule.cos_min_ratio = params.optional_number("cos_min_ratio", 0.0001, 0.0);
+    schedule.cosine_progress_clamped = !old_release;
+  } else {
+    schedule.warmup_min_lr = params.optional_number("warmup_min_lr", 0.0, 0.0);
+    // WarmupDecayLR keeps 0.001; WarmupLR takes the optimizer's lr since 0.19.3.
+    const bool optimizer_lr_default = schedule.kind == LrScheduleKind::warmup_lr && !old_release;
+    if (params.has("warmup_max_lr") || !optimizer_lr_default) {
+      schedule.warmup_max_lr = params.optional_number("warmup_max_lr", 0.001, 0.0);
+    }
+  }
+  warn_about_unread_keys(block, "not read by DeepSpeed's scheduler construction; ignored",
+                         result.warnings);
+  result.scheduler = schedule;
+}
+
 // DeepSpeedConfig refuses keys of features it removed before reading anything else.
 std::optional<ConfigError> find_removed_key(const nlohmann::json& config,
                                             const DeepSpeedRelease& release) {
@@ -409,6 +517,8 @@ DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::s
         section.optional_bool("managed_gradient_accumulation", true);
   }
   read_zero_optimization(section, release, result);
+  section.note_known("scheduler");
+  if (section.has("scheduler")) read_scheduler(section, release, result);
 
   ObjectReader fp16 = section.optional_object("fp16");
   result.fp16_enabled = read_enabled_flag(fp16, "enabled");

@@ -12,6 +12,7 @@
 #include "harness/scenario/batch_config.h"
 #include "harness/scenario/config_error.h"
 #include "harness/scenario/deepspeed_release.h"
+#include "harness/scenario/lr_schedule.h"
 #include "harness/json/json_fields.h"
 
 namespace trainrepro {
@@ -49,6 +50,11 @@ struct DeepSpeedConfig {
   // refuses the name (that is optimizer_refused, a config error).
   std::string optimizer_not_implemented;
   std::optional<ConfigError> optimizer_refused;  // deepspeed.initialize refuses the name
+  // The "scheduler" block: built by deepspeed.initialize on the optimizer, stepped by the engine
+  // at every optimizer step it takes.
+  std::optional<LrSchedule> scheduler;
+  std::string scheduler_not_implemented;         // a valid scheduler the engine lacks (/scheduler/type)
+  std::optional<ConfigError> scheduler_refused;  // deepspeed.initialize cannot build it
   double gradient_clipping = 0.0;                // the release's default when not given; 0 = off
   int64_t zero_stage = 0;
   bool zero_allow_untested_optimizer = false;

@@ -331,6 +331,9 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
   if (!scenario.deepspeed.optimizer_not_implemented.empty()) {
     root.fail_at("/deepspeed/optimizer/type", scenario.deepspeed.optimizer_not_implemented);
   }
+  if (!scenario.deepspeed.scheduler_not_implemented.empty()) {
+    root.fail_at("/deepspeed/scheduler/type", scenario.deepspeed.scheduler_not_implemented);
+  }
   scenario.device = root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
 
   scenario.dtype = root.optional_enum("dtype", EngineDtype::float32, engine_dtype_spellings());

@@ -2,6 +2,7 @@
 // device, the precision, the ZeRO stage, the optimizer. The engine runs a Plan, never a raw
 // config. Resolution fails exactly where DeepSpeed's config constructor would.
 #pragma once
+#include <optional>
 #include <cstdint>
 #include <variant>
 
@@ -21,6 +22,7 @@ struct Plan {
   Precision precision = Precision::fp32;
   int64_t zero_stage = 0;
   OptimizerConfig optimizer;
+  std::optional<LrSchedule> lr_schedule;  // the config's scheduler; none: the optimizer's lr
   double gradient_clipping = 0.0;
   // managed_gradient_accumulation false (DeepSpeed 0.19.4+): every step() is a boundary.
   bool managed_gradient_accumulation = true;

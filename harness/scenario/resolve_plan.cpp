@@ -17,6 +17,8 @@ std::optional<ConfigError> check_initialize(const Scenario& scenario) {
                        "<\"zero_allow_untested_optimizer\": true> in the configuration file to "
                        "use it."};
   }
+  // The optimizer first, then the scheduler built on it (engine.py _configure_lr_scheduler).
+  if (config.scheduler_refused) return config.scheduler_refused;
   const LoopSpec& loop = scenario.loop;
   if (loop.loss_scaling == LossScalingHabit::none && loop.forward == ForwardHabit::engine &&
       config.release->direct_backward_hooked && config.zero_stage == 0) {
@@ -58,6 +60,7 @@ PlanResolution resolve_plan(const Scenario& scenario, Device device) {
                                          : Precision::fp32;
   plan.zero_stage = config.zero_stage;
   plan.optimizer = *config.optimizer;  // check_initialize refused the names it cannot build
+  plan.lr_schedule = config.scheduler;
   plan.gradient_clipping = config.gradient_clipping;
   plan.managed_gradient_accumulation = config.managed_gradient_accumulation;
   plan.direct_backward_through_engine = scenario.loop.forward == ForwardHabit::engine &&

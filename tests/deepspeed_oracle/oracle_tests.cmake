@@ -13,7 +13,8 @@ set_tests_properties(oracle/prepare PROPERTIES LABELS oracle FIXTURES_SETUP deep
 # the release scenarios written for the release the oracle installs (0.19.8, the default).
 file(GLOB oracle_scenarios CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/accumulation/*.json
      ${PROJECT_SOURCE_DIR}/scenarios/zero/*.json
-     ${PROJECT_SOURCE_DIR}/scenarios/deepspeed-versions/*.json)
+     ${PROJECT_SOURCE_DIR}/scenarios/deepspeed-versions/*.json
+     ${PROJECT_SOURCE_DIR}/scenarios/schedulers/*.json)
 foreach(scenario_file IN LISTS oracle_scenarios)
   file(READ ${scenario_file} content)
   string(JSON version ERROR_VARIABLE no_version GET "${content}" deepspeed_version)
