@@ -221,7 +221,7 @@ TEST_F(ScenarioLoading, RootThatIsNotAnObjectIsRejected) {
 
 TEST_F(ScenarioLoading, UnimplementedDeepSpeedKeysBecomeWarnings) {
   nlohmann::json scenario = valid_scenario();
-  scenario["deepspeed"]["scheduler"] = {{"type", "WarmupLR"}};
+  scenario["deepspeed"]["activation_checkpointing"] = {{"partition_activations", true}};
   scenario["deepspeed"]["zero_optimization"] = {{"stage", 2}, {"overlap_comm", true}};
   scenario["deepspeed"]["steps_per_print"] = 10;  // no numerical effect: no warning
   const Scenario loaded = load_scenario(write("s.json", scenario.dump()));
@@ -230,7 +230,7 @@ TEST_F(ScenarioLoading, UnimplementedDeepSpeedKeysBecomeWarnings) {
                 loaded.file + ":/deepspeed/zero_optimization/overlap_comm: ZeRO option not", 0),
             0u);
   EXPECT_EQ(
-      loaded.deepspeed.warnings[1].rfind(loaded.file + ":/deepspeed/scheduler: a DeepSpeed feature "
+      loaded.deepspeed.warnings[1].rfind(loaded.file + ":/deepspeed/activation_checkpointing: a DeepSpeed feature "
                                                        "the reference engine does not implement",
                                          0),
       0u);
