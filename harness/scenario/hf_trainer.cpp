@@ -173,6 +173,16 @@ HfFilledConfig fill_as_hf_trainer(const nlohmann::json& config, const HfTrainerA
   result.config = config;
   if (!result.config.is_object()) return result;
   for (const Rule& rule : trainer_rules(args, world_size)) apply_rule(rule, result);
+  // accelerate's DeepSpeedPlugin, after the Trainer's first pass: a config without
+  // gradient_accumulation_steps gets 1, and at prepare() DeepSpeed's value wins over the
+  // Trainer's with only a logged warning ("Gradient accumulation steps mismatch").
+  if (!result.config.contains("gradient_accumulation_steps")) {
+    result.config["gradient_accumulation_steps"] = 1;
+    result.inserted.push_back(
+        "/gradient_accumulation_steps = 1 (the config has none; accelerate then uses it over "
+        "gradient_accumulation_steps = " +
+        std::to_string(args.gradient_accumulation_steps) + " with a warning)");
+  }
   // accelerate's set_mixed_precision: a precision flag without its block in the config gets one.
   if (args.fp16 && !result.config.contains("fp16")) {
     result.config["fp16"] = {{"enabled", true}, {"auto_cast", true}};

@@ -62,7 +62,8 @@ struct HfFilledConfig {
   std::vector<std::string> mismatches;
   // Pointers still "auto" after the Trainer: accelerate raises a ValueError at prepare().
   std::vector<std::string> unknown_autos;
-  // fp16 or bf16 blocks accelerate inserts for the Trainer's precision flags.
+  // What accelerate inserts: gradient_accumulation_steps 1 when the config has none, fp16 or
+  // bf16 blocks for the Trainer's precision flags.
   std::vector<std::string> inserted;
 };
 

@@ -179,6 +179,12 @@ nlohmann::json apply_hf_trainer(ObjectReader& root, const Scenario& scenario,
   ObjectReader section = root.required_object("hf_trainer");
   const HfTrainerArgs args =
       read_hf_trainer(section, scenario.loop.steps, model_hidden_size(scenario.model.options));
+  // accelerate's DeepSpeedPlugin refuses a config file without a ZeRO section.
+  if (pasted.is_object() && !pasted.contains("zero_optimization")) {
+    root.fail_at("/deepspeed", "accelerate (1.15.0, under the Hugging Face Trainer) refuses a "
+                               "DeepSpeed config without \"zero_optimization\": \"Please specify "
+                               "the ZeRO optimization config in the DeepSpeed config.\"");
+  }
   const HfFilledConfig filled = fill_as_hf_trainer(pasted, args, scenario.world_size);
   const auto join = [](const std::vector<std::string>& lines) {
     std::string text;

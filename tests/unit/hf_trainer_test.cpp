@@ -106,16 +106,23 @@ TEST(HfTrainer, AutoTheTrainerDoesNotKnowIsLeftForAccelerateToRefuse) {
             (std::vector<std::string>{"/steps_per_print", "/zero_optimization/sub_group_size"}));
 }
 
-// Parents are never created, and a precision flag without its block gets accelerate's block.
-TEST(HfTrainer, CreatesNothingButThePrecisionBlock) {
+// Parents are never created; accelerate inserts GAS 1 where the config has none (and it then
+// wins over the Trainer's 4, with only a warning) and a block for a precision flag.
+TEST(HfTrainer, CreatesNothingButWhatAccelerateInserts) {
   const nlohmann::json config = {{"train_micro_batch_size_per_gpu", "auto"}};
   HfTrainerArgs args;
   args.bf16 = true;
+  args.gradient_accumulation_steps = 4;
   args.max_steps = 4;
   args.hidden_size = 8;
   const HfFilledConfig filled = fill_as_hf_trainer(config, args, 1);
-  EXPECT_EQ(filled.config,
-            nlohmann::json({{"train_micro_batch_size_per_gpu", 8}, {"bf16", {{"enabled", true}}}}));
+  EXPECT_EQ(filled.config, nlohmann::json({{"train_micro_batch_size_per_gpu", 8},
+                                           {"gradient_accumulation_steps", 1},
+                                           {"bf16", {{"enabled", true}}}}));
+  ASSERT_EQ(filled.inserted.size(), 2u);
+  EXPECT_NE(filled.inserted[0].find("over gradient_accumulation_steps = 4 with a warning"),
+            std::string::npos)
+      << filled.inserted[0];
 }
 
 TEST(HfTrainer, DescribesEveryAutoWithTheTrainersDefault) {
@@ -171,6 +178,12 @@ TEST_F(HfTrainerScenario, WithoutTheSectionEveryAutoIsNamedAtOnce) {
 TEST_F(HfTrainerScenario, DisagreementIsTheTrainersError) {
   nlohmann::json scenario = valid_scenario();
   scenario["hf_trainer"] = {{"per_device_train_batch_size", 8}};
+  EXPECT_NE(error_of(scenario).find("s.json:/deepspeed: accelerate (1.15.0, under the Hugging Face "
+                                    "Trainer) refuses a DeepSpeed config without "
+                                    "\"zero_optimization\""),
+            std::string::npos)
+      << error_of(scenario);
+  scenario["deepspeed"]["zero_optimization"] = {{"stage", 0}};
   // valid_scenario has train_batch_size 32 with micro batch 8: GAS 4 in DeepSpeed, 1 in the
   // Trainer's arguments; lr 0.001 against the default learning_rate. Keys the config does not
   // have (gradient_clipping) are not compared.
