@@ -8,35 +8,26 @@ if(NOT TRAINREPRO_CLANGXX)
 endif()
 
 # One fuzz target: tests/fuzz/<name>_fuzz.cpp and the harness sources it reaches, compiled by
-# clang into ${CMAKE_CURRENT_BINARY_DIR}/<name>_fuzz (target build_<name>_fuzz).
+# clang into ${CMAKE_CURRENT_BINARY_DIR}/<name>_fuzz (target build_<name>_fuzz). With TORCH it
+# also links LibTorch's headers and CPU libraries as shipped (not instrumented; our code is),
+# found where find_package(Torch) found them.
 function(add_fuzz_target name)
-  set(sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${name}_fuzz.cpp ${ARGN})
+  cmake_parse_arguments(FUZZ "TORCH" "" "" ${ARGN})
+  set(sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${name}_fuzz.cpp ${FUZZ_UNPARSED_ARGUMENTS})
   set(binary ${CMAKE_CURRENT_BINARY_DIR}/${name}_fuzz)
+  set(torch_flags)
+  if(FUZZ_TORCH)
+    set(torch_flags -isystem ${TORCH_INSTALL_PREFIX}/include
+        -isystem ${TORCH_INSTALL_PREFIX}/include/torch/csrc/api/include
+        -L${TORCH_INSTALL_PREFIX}/lib -Wl,-rpath,${TORCH_INSTALL_PREFIX}/lib -ltorch_cpu -lc10)
+  endif()
   add_custom_command(
     OUTPUT ${binary}
     COMMAND ${TRAINREPRO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
-            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${sources} -o ${binary}
+            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR} ${sources} ${torch_flags}
+            -o ${binary}
     DEPENDS ${sources}
     COMMENT "Building the ${name} fuzz target with clang (libFuzzer, ASan, UBSan)"
-    VERBATIM)
-  add_custom_target(build_${name}_fuzz ALL DEPENDS ${binary})
-endfunction()
-
-# The same for code that needs LibTorch: its headers and CPU libraries as shipped (not
-# instrumented; our code is), found where find_package(Torch) found them.
-function(add_torch_fuzz_target name)
-  set(sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${name}_fuzz.cpp ${ARGN})
-  set(binary ${CMAKE_CURRENT_BINARY_DIR}/${name}_fuzz)
-  add_custom_command(
-    OUTPUT ${binary}
-    COMMAND ${TRAINREPRO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
-            -fno-sanitize-recover=undefined -I${PROJECT_SOURCE_DIR}
-            -isystem ${TORCH_INSTALL_PREFIX}/include
-            -isystem ${TORCH_INSTALL_PREFIX}/include/torch/csrc/api/include
-            ${sources} -L${TORCH_INSTALL_PREFIX}/lib -Wl,-rpath,${TORCH_INSTALL_PREFIX}/lib
-            -ltorch_cpu -lc10 -o ${binary}
-    DEPENDS ${sources}
-    COMMENT "Building the ${name} fuzz target with clang (libFuzzer, ASan, UBSan, LibTorch)"
     VERBATIM)
   add_custom_target(build_${name}_fuzz ALL DEPENDS ${binary})
 endfunction()
@@ -57,7 +48,7 @@ add_fuzz_target(config ${config_input_sources})
 set(config_fuzz ${CMAKE_CURRENT_BINARY_DIR}/config_fuzz)
 
 # The scenario loader: every section's reader and the zoos, on top of the config's sources.
-add_fuzz_target(scenario
+set(scenario_loader_sources
     ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/client_optimizer.cpp
@@ -68,6 +59,7 @@ add_fuzz_target(scenario
     ${PROJECT_SOURCE_DIR}/models/model_data_fit.cpp
     ${PROJECT_SOURCE_DIR}/models/options_json.cpp
     ${config_input_sources})
+add_fuzz_target(scenario ${scenario_loader_sources})
 set(scenario_fuzz ${CMAKE_CURRENT_BINARY_DIR}/scenario_fuzz)
 
 # The golden readers: safetensors decoding alone, then the manifest and the golden loader.
@@ -75,23 +67,14 @@ set(safetensors_sources
     ${PROJECT_SOURCE_DIR}/harness/golden/safetensors.cpp
     ${PROJECT_SOURCE_DIR}/harness/files/atomic_write.cpp
     ${PROJECT_SOURCE_DIR}/harness/files/file_chunks.cpp)
-add_torch_fuzz_target(safetensors ${safetensors_sources})
-add_torch_fuzz_target(golden
+add_fuzz_target(safetensors TORCH ${safetensors_sources})
+add_fuzz_target(golden TORCH
     ${PROJECT_SOURCE_DIR}/harness/golden/golden_store.cpp
     ${PROJECT_SOURCE_DIR}/harness/golden/golden_key.cpp
     ${PROJECT_SOURCE_DIR}/harness/golden/sha256.cpp
     ${PROJECT_SOURCE_DIR}/harness/engine/runtime_info.cpp
-    ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
-    ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer.cpp
-    ${PROJECT_SOURCE_DIR}/harness/scenario/client_optimizer.cpp
-    ${PROJECT_SOURCE_DIR}/harness/scenario/scenario_spellings.cpp
-    ${PROJECT_SOURCE_DIR}/harness/scenario/expectation.cpp
-    ${PROJECT_SOURCE_DIR}/models/model_zoo.cpp
-    ${PROJECT_SOURCE_DIR}/models/data_zoo.cpp
-    ${PROJECT_SOURCE_DIR}/models/model_data_fit.cpp
-    ${PROJECT_SOURCE_DIR}/models/options_json.cpp
     ${safetensors_sources}
-    ${config_input_sources})
+    ${scenario_loader_sources})
 
 # A short run from the kept corpus; new inputs go to the build folder, never the source tree.
 add_test(NAME fuzz/config-short
