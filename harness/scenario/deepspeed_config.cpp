@@ -97,6 +97,26 @@ void read_adam_params(ObjectReader& params, OptimizerConfig& optimizer) {
   optimizer.weight_decay = params.optional_number("weight_decay", decay_default, 0.0);
 }
 
+bool one_bit_optimizer(const std::string& lowercase_type) {
+  return lowercase_type == "onebitadam" || lowercase_type == "zerooneadam" ||
+         lowercase_type == "onebitlamb";
+}
+
+// What the optimizers the engine lacks are, so the user knows whether a run without them would
+// still tell the truth.
+std::string why_optimizer_not_implemented(const std::string& lowercase_type) {
+  if (one_bit_optimizer(lowercase_type)) {
+    return ": it compresses the gradient exchange to 1 bit after a warm-up of plain Adam "
+           "(freeze_step) and needs NCCL or MPI with cupy on GPUs; its updates after the "
+           "warm-up are not Adam's, so no float64 golden judges them";
+  }
+  if (lowercase_type == "lamb") {
+    return ": DeepSpeed's FusedLamb (a layer-wise trust ratio clamped to [0.01, 10]) runs on "
+           "CUDA only";
+  }
+  return "";
+}
+
 // DeepSpeed's lookup (runtime/engine.py _configure_basic_optimizer): its own optimizer names
 // case-insensitively, any other name as a torch.optim class, exactly as written; a name that is
 // neither fails its assertion at deepspeed.initialize.
@@ -113,7 +133,8 @@ void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
   } else if (contains(release.deepspeed_optimizer_names, type)) {
     result.optimizer_not_implemented =
         "DeepSpeed " + release.version + " optimizer \"" + optimizer.type_as_written +
-        "\" is not implemented by the reference engine" + implemented;
+        "\" is not implemented by the reference engine" + implemented +
+        why_optimizer_not_implemented(type);
     return;
   } else if (optimizer.type_as_written == "SGD") {
     optimizer.kind = OptimizerKind::sgd;
@@ -128,6 +149,11 @@ void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
     result.optimizer_refused =
         ConfigError{ConfigErrorKind::optimizer_not_supported,
                     "AssertionError: " + shown + " is not a supported DeepSpeed Optimizer"};
+    if (one_bit_optimizer(type)) {
+      result.optimizer_refused->message +=
+          " (1-bit Adam, 0/1 Adam and 1-bit LAMB were removed in DeepSpeed 0.19.7; set "
+          "\"deepspeed_version\": \"0.16.9\" for a release that has them)";
+    }
     if (lowercase(shown) == "sgd") {
       result.optimizer_refused->message +=
           " (DeepSpeed matches its own optimizer names in any case, but other names are "
