@@ -4,7 +4,8 @@
 The goldens are written by trainrepro's own C++ engine; checking them only against that engine
 would prove nothing. This script reads each golden's key (model, data, optimizer, batch, steps),
 its initial weights and its samples, re-implements the models functionally, and trains with
-torch.optim (SGD, Adam, AdamW) and torch.nn.utils.clip_grad_norm_ in float64 on the CPU. Every
+torch.optim (SGD, Adam, AdamW), torch.nn.utils.clip_grad_norm_ and DeepSpeed's LR schedules
+(written again below) in float64 on the CPU. Every
 step's loss, gradients and parameters must agree with the file to 1e-10.
 
 Usage: cross_check_goldens.py GOLDEN_DIR [--min-files N]
@@ -82,6 +83,41 @@ def make_optimizer(config, params):
                             foreach=False)
 
 
+def scheduled_lr(schedule, iteration, base_lr):
+    """DeepSpeed's WarmupLR / WarmupDecayLR / WarmupCosineLR rate at `iteration` (-1 before the
+    first step), written again here from DeepSpeed's documented formulas, as the key records them."""
+    warmup = max(2, schedule["warmup_num_steps"])
+    log = schedule["warmup_type"] == "log"
+
+    def fraction(i):
+        return math.log(i + 1) / math.log(warmup) if log else i / warmup
+
+    if schedule["type"] == "WarmupCosineLR":
+        if iteration < 0:
+            return 0.0
+        if iteration < warmup:
+            low = schedule["warmup_min_ratio"]
+            return base_lr * (low + fraction(iteration) * (1 - low))
+        span = schedule["total_num_steps"] - warmup
+        progress = (iteration - warmup + 1) / (max(1, span) if schedule["cosine_progress_clamped"] else span)
+        if schedule["cosine_progress_clamped"]:
+            progress = min(1.0, progress)
+        floor = schedule["cos_min_ratio"]
+        return base_lr * max(0.0, floor + (1 - floor) * (1 + math.cos(math.pi * progress)) / 2)
+    low = schedule["warmup_min_lr"]
+    high = base_lr if schedule["warmup_max_lr"] == "optimizer lr" else schedule["warmup_max_lr"]
+    if iteration < 0:
+        return low
+    if iteration < warmup:
+        gamma = fraction(iteration)
+    elif schedule["type"] == "WarmupDecayLR":
+        total = schedule["total_num_steps"]
+        gamma = max(0.0, (total - iteration) / max(1.0, total - warmup))
+    else:
+        gamma = 1.0
+    return low + (high - low) * gamma
+
+
 def largest_difference(actual, expected):
     return float((actual - expected).abs().max()) if actual.numel() else 0.0
 
@@ -127,6 +163,9 @@ def check_file(path):
             return not problems and max(differences.values()) <= TOLERANCE, worst, problems
         if key["gradient_clipping"] > 0:
             torch.nn.utils.clip_grad_norm_(ordered, key["gradient_clipping"])
+        if "lr_schedule" in key:  # the engine steps the scheduler after each optimizer step
+            for group in optimizer.param_groups:
+                group["lr"] = scheduled_lr(key["lr_schedule"], step - 1, key["optimizer"]["lr"])
         optimizer.step()
         for name in names:
             differences[f"param/{name}"] = largest_difference(

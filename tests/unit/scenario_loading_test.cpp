@@ -181,7 +181,9 @@ TEST_F(ScenarioLoading, UnimplementedOptimizerIsRejected) {
                                     ":/deepspeed/optimizer/type: DeepSpeed 0.19.8 optimizer "
                                     "\"Lamb\" is not implemented by the reference engine "
                                     "(implemented: "
-                                    "\"Adam\", \"AdamW\", \"SGD\")");
+                                    "\"Adam\", \"AdamW\", \"SGD\"): DeepSpeed's FusedLamb (a "
+                                    "layer-wise trust ratio clamped to [0.01, 10]) runs on CUDA "
+                                    "only");
 }
 
 TEST_F(ScenarioLoading, ModelThatDoesNotFitTheDataIsRejected) {
