@@ -21,6 +21,9 @@ MPI_Datatype mpi_type_of(const at::Tensor& tensor) {
       return MPI_FLOAT;
     case at::kLong:
       return MPI_INT64_T;
+    case at::kHalf:
+    case at::kBFloat16:
+      return MPI_UINT16_T;  // moved bit for bit; sums go through widened_sum
     default:
       throw std::invalid_argument(std::string("MPI communicator: unsupported dtype ") +
                                   c10::toString(tensor.scalar_type()));
@@ -38,6 +41,12 @@ int64_t bytes_of(const at::Tensor& tensor) {
   return tensor.numel() * static_cast<int64_t>(tensor.element_size());
 }
 
+// MPI has no 16-bit float types: fp16 and bf16 are summed in float32 and rounded once into the
+// tensor (NCCL sums them natively; the two can differ in the last bit of a sum).
+bool is_16_bit_float(const at::Tensor& tensor) {
+  return tensor.scalar_type() == at::kHalf || tensor.scalar_type() == at::kBFloat16;
+}
+
 class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() {
@@ -49,10 +58,12 @@ class MpiCommunicator final : public Communicator {
 
   void all_reduce_sum(at::Tensor& tensor) override {
     require_cpu_contiguous(tensor, "all_reduce tensor");
+    at::Tensor summed = is_16_bit_float(tensor) ? tensor.to(at::kFloat) : tensor;
     timed([&] {
-      MPI_Allreduce(MPI_IN_PLACE, tensor.data_ptr(), static_cast<int>(tensor.numel()),
-                    mpi_type_of(tensor), MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, summed.data_ptr(), static_cast<int>(summed.numel()),
+                    mpi_type_of(summed), MPI_SUM, MPI_COMM_WORLD);
     });
+    if (is_16_bit_float(tensor)) tensor.copy_(summed);
     count_ring(bytes_of(tensor), 2);
   }
 
@@ -62,11 +73,15 @@ class MpiCommunicator final : public Communicator {
     if (input.numel() != output.numel() * world_size_) {
       throw std::invalid_argument("reduce_scatter: input must hold world_size output chunks");
     }
+    const bool widened = is_16_bit_float(input);
+    const at::Tensor summands = widened ? input.to(at::kFloat) : input;
+    at::Tensor sum = widened ? at::empty(output.sizes(), output.options().dtype(at::kFloat)) : output;
     timed([&] {
-      MPI_Reduce_scatter_block(input.data_ptr(), output.data_ptr(),
-                               static_cast<int>(output.numel()), mpi_type_of(input), MPI_SUM,
+      MPI_Reduce_scatter_block(summands.data_ptr(), sum.data_ptr(),
+                               static_cast<int>(sum.numel()), mpi_type_of(summands), MPI_SUM,
                                MPI_COMM_WORLD);
     });
+    if (widened) output.copy_(sum);
     count_ring(bytes_of(input), 1);
   }
 

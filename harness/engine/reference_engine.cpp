@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -16,23 +17,62 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
     : model_(std::move(model)),
       plan_(plan),
       optimizer_(plan.optimizer),
-      communicator_(communicator) {
+      communicator_(communicator),
+      mixed_precision_(plan.precision != Precision::fp32),
+      loss_scaler_(plan) {
   for (const auto& item : model_->named_parameters(/*recurse=*/true)) {
     parameter_names_.push_back(item.key());
     parameters_.push_back(item.value());
   }
   strategy_ = make_zero_strategy(plan.zero_stage, *model_, parameters_, communicator_);
+  if (mixed_precision_) {
+    // DeepSpeed's masters are the low-precision weights copied to float32 (fused_optimizer.py,
+    // bf16_optimizer.py, stage_1_and_2.py): the model was cast first, so they start rounded.
+    c10::NoGradGuard no_grad;
+    for (const at::Tensor& owned : strategy_->owned_parameters()) {
+      master_parameters_.push_back(owned.detach().to(at::kFloat, /*non_blocking=*/false,
+                                                     /*copy=*/true));
+    }
+  }
 }
 
 void ReferenceEngine::backward(const at::Tensor& loss) {
-  (loss / static_cast<double>(plan_.batch.gradient_accumulation_steps)).backward();
+  const double gas = static_cast<double>(plan_.batch.gradient_accumulation_steps);
+  if (mixed_precision_) {
+    // engine.backward divides by GAS; the fp16 wrapper then backpropagates loss.float() * scale.
+    ((loss / gas).to(at::kFloat) * loss_scaler_.scale()).backward();
+  } else {
+    (loss / gas).backward();
+  }
   // DeepSpeed reduces gradients inside backward(): at the boundary micro-step (stages 0-1) or
   // after every micro-step (stages 2-3).
   const bool boundary = is_gradient_accumulation_boundary();
+  if (plan_.mixed.accumulate_in_fp32 && mixed_precision_) accumulate_in_fp32(boundary);
   timed_partition_work([&] { strategy_->after_backward(boundary); });
   if (boundary) {
     held_at_boundary_ = strategy_->held_bytes();
-    held_at_boundary_.optimizer_states = optimizer_.state_bytes();
+    held_at_boundary_.optimizer_states =
+        optimizer_.state_bytes() + storage_bytes(master_parameters_);
+    held_at_boundary_.gradients += storage_bytes(fp32_gradients_);
+  }
+}
+
+void ReferenceEngine::accumulate_in_fp32(bool boundary) {
+  c10::NoGradGuard no_grad;
+  if (fp32_gradients_.empty()) fp32_gradients_.resize(parameters_.size());
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    at::Tensor gradient = parameters_[i].grad();
+    if (!gradient.defined()) continue;
+    if (!fp32_gradients_[i].defined()) fp32_gradients_[i] = at::zeros_like(gradient, at::kFloat);
+    fp32_gradients_[i].add_(gradient.to(at::kFloat));
+    if (boundary) {
+      // The window's float32 sum, rounded once into the model's dtype for the reduction
+      // (DeepSpeed reduces the float32 sum itself: one rounding of the sum differs).
+      gradient.copy_(fp32_gradients_[i]);
+      fp32_gradients_[i].zero_();
+    } else {
+      gradient.zero_();
+    }
   }
 }
 
@@ -93,15 +133,95 @@ double ReferenceEngine::gradient_norm() {
   return std::sqrt(squared);
 }
 
+void ReferenceEngine::take_mixed_precision_step(bool through_engine, OptimizerStepEvent& event) {
+  c10::NoGradGuard no_grad;
+  const std::vector<at::Tensor> owned = strategy_->owned_gradients();
+  std::vector<at::Tensor> gradients;  // float32, still scaled
+  gradients.reserve(owned.size());
+  double non_finite = 0.0;
+  for (const at::Tensor& gradient : owned) {
+    gradients.push_back(gradient.defined() ? gradient.to(at::kFloat) : gradient);
+    if (plan_.mixed.check_overflow && gradient.defined()) {
+      non_finite += static_cast<double>(
+          gradients.back().isfinite().logical_not().sum().item<int64_t>());
+    }
+  }
+  const bool partitioned = strategy_->gradients_partitioned();
+  const at::Device device = parameters_.front().device();
+  if (plan_.mixed.check_overflow && partitioned) {
+    non_finite = sum_across_ranks(communicator_, non_finite, device);
+  }
+  double scaled_norm = 0.0;
+  if (non_finite == 0.0) {
+    double squared = sum_of_squares(gradients);
+    if (partitioned) squared = sum_across_ranks(communicator_, squared, device);
+    scaled_norm = std::sqrt(squared);
+  }
+  // A non-finite norm counts as an overflow too (is_invalid_grad_norm).
+  const bool overflow =
+      plan_.mixed.check_overflow && (non_finite > 0.0 || !std::isfinite(scaled_norm));
+  // DeepSpeed updates the scale before it unscales: on a step where the scale grows, the
+  // gradients are divided by the new scale (fused_optimizer.py step, stage_1_and_2.py step).
+  event.log = loss_scaler_.update(overflow);
+  event.skipped = overflow;
+  if (overflow) {
+    event.gradient_norm = std::numeric_limits<double>::infinity();
+    ++counters_.skipped_steps;
+    return;
+  }
+  const double scale = loss_scaler_.scale();
+  double combined = scale;
+  event.gradient_norm = scaled_norm / scale;
+  if (plan_.gradient_clipping > 0.0) {
+    const double clip = (scaled_norm / scale + 1e-6) / plan_.gradient_clipping;
+    if (clip > 1.0) combined = clip * scale;
+  }
+  for (at::Tensor& gradient : gradients) {
+    if (gradient.defined()) gradient.div_(combined);
+  }
+  if (plan_.lr_schedule) {
+    optimizer_.set_lr(scheduled_lr(*plan_.lr_schedule, scheduler_iteration_, plan_.optimizer.lr));
+  }
+  optimizer_.step(master_parameters_, gradients);
+  const std::vector<at::Tensor> parameters = strategy_->owned_parameters();
+  for (size_t i = 0; i < parameters.size(); ++i) {
+    at::Tensor(parameters[i]).copy_(master_parameters_[i]);
+  }
+  if (plan_.lr_schedule && through_engine) ++scheduler_iteration_;
+}
+
 void ReferenceEngine::take_optimizer_step(bool through_engine) {
   const int64_t steps_so_far = counters_.global_steps + counters_.bypass_steps;
   const bool observed = on_optimizer_step && steps_so_far < observed_steps;
   OptimizerStepEvent event;
   // The observer sees the gradients as accumulated, before clipping changes them; gathering
-  // and copying cost time, so only for the observed steps.
+  // and copying cost time, so only for the observed steps. With fp16 they are unscaled.
   if (observed) {
     event.gradients = outside_engine_traffic([&] { return strategy_->full_gradients(); });
+    if (mixed_precision_) {
+      for (at::Tensor& gradient : event.gradients) {
+        if (gradient.defined()) gradient = gradient.to(at::kFloat).div_(loss_scaler_.scale());
+      }
+    }
   }
+  event.loss_scale = loss_scaler_.scale();
+  if (mixed_precision_) {
+    // The fp16/bf16 wrappers clip inside their step(), so a step around the engine clips too.
+    take_mixed_precision_step(through_engine, event);
+  } else {
+    take_full_precision_step(through_engine, event);
+  }
+  timed_partition_work([&] { strategy_->after_update(); });
+  event.ring_bytes = engine_ring_bytes() - bytes_at_last_step_;
+  bytes_at_last_step_ = engine_ring_bytes();
+  if (!on_optimizer_step) return;
+  if (observed) event.parameters = gather_full_parameters();
+  event.through_engine = through_engine;
+  event.model_states = held_at_boundary_;
+  on_optimizer_step(event);
+}
+
+void ReferenceEngine::take_full_precision_step(bool through_engine, OptimizerStepEvent& event) {
   // The user's own optimizer.step() does not clip; only the engine's boundary does. The norm
   // costs a pass over every gradient, so it is computed only when clipping or observed.
   if (through_engine && plan_.gradient_clipping > 0.0) {
@@ -117,14 +237,6 @@ void ReferenceEngine::take_optimizer_step(bool through_engine) {
   }
   optimizer_.step(strategy_->owned_parameters(), strategy_->owned_gradients());
   if (plan_.lr_schedule && through_engine) ++scheduler_iteration_;
-  timed_partition_work([&] { strategy_->after_update(); });
-  event.ring_bytes = engine_ring_bytes() - bytes_at_last_step_;
-  bytes_at_last_step_ = engine_ring_bytes();
-  if (!on_optimizer_step) return;
-  if (observed) event.parameters = gather_full_parameters();
-  event.through_engine = through_engine;
-  event.model_states = held_at_boundary_;
-  on_optimizer_step(event);
 }
 
 }  // namespace trainrepro

@@ -1,6 +1,9 @@
 // The reference engine: DeepSpeed's training-step semantics on real LibTorch autograd.
 // backward(loss) scales by 1/GAS; step() is called after every backward and acts only at the
 // accumulation boundary (every GAS-th call): clip by global norm, optimizer step, zero grads.
+// With fp16 or bf16 the model computes in that dtype and the optimizer updates float32 master
+// weights of the parameters this rank owns: fp16 scales the loss, and a boundary whose
+// gradients overflowed skips its step (loss_scaler.h).
 // Across ranks, a ZeroStrategy (zero_strategy.h) holds the model states as the plan's ZeRO stage
 // says; the same code runs on CPU and CUDA.
 #pragma once
@@ -14,6 +17,7 @@
 #include <ATen/Tensor.h>
 
 #include "harness/distributed/communicator.h"
+#include "harness/engine/loss_scaler.h"
 #include "harness/engine/model_states.h"
 #include "harness/engine/optimizer.h"
 #include "harness/engine/zero_strategy.h"
@@ -40,6 +44,11 @@ struct OptimizerStepEvent {
   ModelStateBytes model_states;  // held by this rank at the last boundary, measured
   int64_t ring_bytes = 0;  // handed to collectives by this rank's engine since the previous step
                            // ((N-1)/N of each buffer: the ring model)
+  // Mixed precision: the gradients overflowed and the step was skipped (parameters unchanged);
+  // the loss scale the window's gradients carried; what DeepSpeed logs about it.
+  bool skipped = false;
+  double loss_scale = 1.0;
+  std::string log;
 };
 
 class ReferenceEngine {
@@ -89,6 +98,13 @@ class ReferenceEngine {
 
  private:
   void take_optimizer_step(bool through_engine);
+  // The optimizer update of fp16/bf16 training, on the master weights; fills the event's
+  // norm, skip and log.
+  void take_mixed_precision_step(bool through_engine, OptimizerStepEvent& event);
+  void take_full_precision_step(bool through_engine, OptimizerStepEvent& event);
+  // BF16_Optimizer's float32 accumulation: each micro-step's gradient is added to a float32
+  // buffer; at the boundary the sum goes back into .grad for the reduction.
+  void accumulate_in_fp32(bool boundary);
   double gradient_norm();
   // Runs `gather` without counting its traffic as the engine's.
   template <typename Gather>
@@ -111,6 +127,10 @@ class ReferenceEngine {
   double partition_seconds_ = 0.0;
   // The config's LR scheduler: its last_batch_iteration, -1 until the engine first steps it.
   int64_t scheduler_iteration_ = -1;
+  bool mixed_precision_ = false;
+  LossScaler loss_scaler_;
+  std::vector<at::Tensor> master_parameters_;  // float32 copies of owned_parameters()
+  std::vector<at::Tensor> fp32_gradients_;     // per parameter, with accumulate_in_fp32
 };
 
 }  // namespace trainrepro

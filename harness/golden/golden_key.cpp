@@ -66,6 +66,19 @@ Plan golden_plan(const Scenario& scenario) {
   return plan;
 }
 
+Plan precision_twin_plan(const Scenario& scenario, const Plan& run) {
+  Plan plan = golden_plan(scenario);
+  plan.dtype = EngineDtype::float32;
+  plan.precision = run.precision;
+  plan.mixed = run.mixed;
+  // Stage 0's optimizer wrapper (FP16_Optimizer): without accumulation both loss scalers act
+  // alike until an overflow, and a twin that overflows is reported by the run's own skips.
+  plan.mixed.scaler = LossScalerKind::fp16_optimizer;
+  plan.deepspeed_version = run.deepspeed_version;
+  plan.device = run.device;  // the run's device rounds as the run does
+  return plan;
+}
+
 LoopSpec golden_loop(const Scenario& scenario) {
   LoopSpec loop;
   loop.steps = scenario.golden.steps;

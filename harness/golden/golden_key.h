@@ -22,6 +22,10 @@ std::string golden_file_name(const nlohmann::json& key);
 // accumulation, the scenario's optimizer and clipping.
 Plan golden_plan(const Scenario& scenario);
 
+// The precision twin of a fp16/bf16 run (precision_config.h): the golden plan in the run's
+// precision — float32 master weights, the run's loss scaling, one rank, no accumulation.
+Plan precision_twin_plan(const Scenario& scenario, const Plan& run);
+
 // The correct loop for golden.steps steps.
 LoopSpec golden_loop(const Scenario& scenario);
 

@@ -101,4 +101,38 @@ TensorComparison compare_tensors(const std::string& name, const at::Tensor& actu
   return result;
 }
 
+TensorComparison compare_with_twin(const std::string& name, const at::Tensor& actual_in,
+                                   const at::Tensor& twin_in, const at::Tensor& expected_in,
+                                   double factor, double floor) {
+  // The elementwise figures (worst element, norms, cosine) as for a zero tolerance.
+  TensorComparison result = compare_tensors(name, actual_in, expected_in, Tolerance{0.0, 0.0});
+  if (!result.shape_mismatch.empty() || result.elements == 0) return result;
+  const at::Tensor actual = actual_in.to(at::kCPU, at::kDouble);
+  const at::Tensor twin = twin_in.to(at::kCPU, at::kDouble);
+  const at::Tensor expected = expected_in.to(at::kCPU, at::kDouble);
+  const auto rms = [](const at::Tensor& difference) {
+    return difference.square().mean().sqrt().item<double>();
+  };
+  result.rms_error = rms(actual - expected);
+  result.twin_rms_error = twin.sizes().equals(expected.sizes())
+                              ? rms(twin - expected)
+                              : std::numeric_limits<double>::infinity();
+  const double allowed = factor * result.twin_rms_error + floor;
+  // NaN compares false: a non-finite run is never within.
+  result.within_tolerance = result.rms_error <= allowed;
+  result.tolerance_used = std::isfinite(result.rms_error)
+                              ? result.rms_error / allowed
+                              : std::numeric_limits<double>::infinity();
+  if (twin.sizes().equals(expected.sizes())) {
+    const at::Tensor element_allowed = (twin - expected).abs().mul(factor).add(floor);
+    result.mismatched = (actual - expected)
+                            .abs()
+                            .gt(element_allowed)
+                            .logical_or(actual.isfinite().logical_not())
+                            .sum()
+                            .item<int64_t>();
+  }
+  return result;
+}
+
 }  // namespace trainrepro

@@ -36,11 +36,24 @@ struct TensorComparison {
   double norm_ratio = 1.0;      // ||a|| / ||b||
   double cosine = 1.0;          // <a, b> / (||a|| ||b||)
   std::string shape_mismatch;   // "shape [4,16] vs golden [16,4]"; empty when shapes agree
+  // Judged against a precision twin (compare_with_twin): the run's and the twin's RMS error
+  // against the golden. twin_rms_error < 0 when judged by tolerance.
+  double rms_error = 0.0;
+  double twin_rms_error = -1.0;
 };
 
 // `allowance`, when defined, is added elementwise to the allowed error (same shape as expected).
 TensorComparison compare_tensors(const std::string& name, const at::Tensor& actual,
                                  const at::Tensor& expected, const Tolerance& tolerance,
                                  const at::Tensor& allowance = at::Tensor());
+
+// Low precision judged as PyTorch judges it (torch._dynamo.utils same() with an fp64 reference):
+// `actual` passes when its RMS error against `expected` (the float64 golden) is at most
+// factor x the RMS error of `twin` (the same steps, unaccumulated, in the same precision) plus
+// `floor`. tolerance_used is the RMS error over that limit; `mismatched` counts the elements
+// whose error exceeds factor x the twin's at that element plus the floor (for information).
+TensorComparison compare_with_twin(const std::string& name, const at::Tensor& actual,
+                                   const at::Tensor& twin, const at::Tensor& expected,
+                                   double factor, double floor);
 
 }  // namespace trainrepro

@@ -28,6 +28,11 @@ struct OptimizerStepRecord {
   std::vector<at::Tensor> parameters;  // after the step; float64 CPU
   ModelStateBytes model_states;        // this rank's, at the boundary before the step
   int64_t ring_bytes = 0;              // by this rank's engine since the previous step
+  // Mixed precision: the step was skipped (gradients overflowed), the loss scale the window's
+  // gradients carried, and the line DeepSpeed logs about the loss scale (empty when none).
+  bool skipped = false;
+  double loss_scale = 1.0;
+  std::string log;
   // Bytes of the harness's own copies (initial parameters, recorded gradients and parameters)
   // alive on the run's device after this step: not the user's, not the engine's.
   int64_t harness_tensor_bytes = 0;
@@ -58,6 +63,9 @@ struct Trace {
   int64_t evaluation_peak_bytes_no_grad = 0;  // the same evaluation under no_grad, for scale
   std::vector<MemorySnapshot> memory_snapshots;
   double seconds = 0.0;
+  // Why the run ended before its last step, in DeepSpeed's words (the loss scale reached its
+  // minimum and DeepSpeed raised); empty when it ran to the end.
+  std::string stopped;
 };
 
 }  // namespace trainrepro

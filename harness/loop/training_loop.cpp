@@ -19,8 +19,17 @@
 namespace trainrepro {
 namespace {
 
-at::ScalarType scalar_type_of(EngineDtype dtype) {
-  return dtype == EngineDtype::float64 ? at::kDouble : at::kFloat;
+// The dtype the model computes in, and its data comes in: fp16 or bf16 under mixed precision
+// (DeepSpeed casts the model; the user's loop feeds it inputs of that dtype).
+at::ScalarType compute_dtype_of(const Plan& plan) {
+  switch (plan.precision) {
+    case Precision::fp16:
+      return at::kHalf;
+    case Precision::bf16:
+      return at::kBFloat16;
+    default:
+      return plan.dtype == EngineDtype::float64 ? at::kDouble : at::kFloat;
+  }
 }
 
 at::Device device_of(Device device) {
@@ -58,7 +67,7 @@ class TrainingLoop {
         communicator_(options.communicator),
         ranks_(communicator_ ? communicator_->world_size() : 1),
         rank_(communicator_ ? communicator_->rank() : 0),
-        dtype_(scalar_type_of(plan.dtype)),
+        dtype_(compute_dtype_of(plan)),
         device_(device_of(plan.device)),
         gas_(plan.batch.gradient_accumulation_steps),
         // Stepping once per window reaches the boundary only every GAS² micro-batches.
@@ -92,7 +101,15 @@ class TrainingLoop {
                                  " optimizer steps");
       }
       const int64_t steps_before = steps_done();
-      train_micro_batch(m);
+      try {
+        train_micro_batch(m);
+      } catch (const LossScaleAtMinimum& error) {
+        // DeepSpeed raises out of engine.step() and the user's run ends there.
+        trace_.stopped = std::string(error.what()) + " (raised at micro-step " +
+                         std::to_string(m) + ", after " + std::to_string(steps_done()) +
+                         " optimizer steps)";
+        break;
+      }
       probe_.sample(SamplePoint::micro_step, m, steps_done());
       if (steps_done() != steps_before) after_optimizer_step(m);
     }
@@ -119,7 +136,10 @@ class TrainingLoop {
 
     if (loop_.zero_grad == ZeroGradHabit::every_micro_step) engine_.zero_grad();
     const at::Tensor outputs = model_->outputs(batch);
-    const at::Tensor loss_sum = model_->loss_sum_of(outputs, batch);
+    // Under mixed precision the loss is computed in float32 from the low-precision outputs, as
+    // transformers' loss functions and torch.autocast do.
+    const at::Tensor loss_sum = model_->loss_sum_of(
+        plan_.precision == Precision::fp32 ? outputs : outputs.to(at::kFloat), batch);
     const at::Tensor loss = user_loss(loss_sum, batch.items, window_items_, loop_, gas_);
     backward_as_the_loop_does(engine_, loss, loop_, plan_);
     ++backwards_done_;
@@ -170,6 +190,9 @@ class TrainingLoop {
   // Every optimizer step the engine reports, whoever triggered it, with its window's loss.
   void record_step(const OptimizerStepEvent& event) {
     OptimizerStepRecord record;
+    record.skipped = event.skipped;
+    record.loss_scale = event.loss_scale;
+    record.log = event.log;
     record.micro_step = backwards_done_;
     record.loss = window_items_seen_ > 0 ? window_loss_sum_ / window_items_seen_ : 0.0;
     record.gradient_norm = event.gradient_norm;

@@ -9,6 +9,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "harness/distributed/mpi_session.h"
 #include "harness/distributed/rank_launcher.h"
 #include "harness/engine/runtime_info.h"
+#include "harness/golden/golden_key.h"
 #include "harness/golden/golden_store.h"
 #include "harness/loop/training_loop.h"
 #include "harness/memory/cuda_memory.h"
@@ -135,9 +137,19 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
            "reference engine supports at ZeRO stage 0 only (this scenario uses stage " +
            std::to_string(plan.zero_stage) + ")";
   }
-  if (plan.precision != Precision::fp32) {
-    return scenario.file + ":/deepspeed/" + precision_name(plan.precision) +
-           "/enabled: mixed-precision training is not implemented by the reference engine yet";
+  if (!scenario.deepspeed.precision_not_implemented.empty()) {
+    return scenario.deepspeed.precision_not_implemented;
+  }
+  if (plan.precision != Precision::fp32 && plan.dtype == EngineDtype::float64) {
+    return scenario.file + ":/dtype: float64 with " + precision_name(plan.precision) +
+           ": DeepSpeed casts the model to " + precision_name(plan.precision) +
+           " and keeps float32 master weights, so a mixed-precision scenario runs in float32 "
+           "(remove \"dtype\"; the golden stays float64)";
+  }
+  if (plan.mixed.accumulate_in_fp32 && plan.precision != Precision::fp32 && plan.zero_stage >= 2) {
+    return scenario.file + ":/deepspeed/data_types/grad_accum_dtype: float32 accumulation of " +
+           precision_name(plan.precision) + " gradients is implemented at ZeRO stages 0-1 "
+           "(BF16_Optimizer) only; this scenario uses stage " + std::to_string(plan.zero_stage);
   }
   return std::nullopt;
 }
@@ -285,17 +297,33 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
                                    scenario.file + ": training failed: " + error.what());
     return;
   }
-  result.training_seconds = seconds_since(stage_start);
   if (auto stale = find_stale_golden(scenario, trace, golden)) {
     result.verdict = error_verdict(ErrorSource::scenario, *stale);
     return;
   }
+  // fp16/bf16: the same steps without accumulation, in the same precision, on one rank: the
+  // error a correct run of this precision has against the float64 golden.
+  std::optional<Trace> precision_twin;
+  if (plan.precision != Precision::fp32) {
+    try {
+      LoopOptions twin_options;
+      twin_options.recorded_steps = scenario.golden.steps;
+      precision_twin = run_training_loop(scenario.model, scenario.data, golden_loop(scenario),
+                                         precision_twin_plan(scenario, plan), twin_options);
+    } catch (const std::exception& error) {
+      result.verdict = error_verdict(ErrorSource::infrastructure,
+                                     scenario.file + ": the precision twin failed: " + error.what());
+      return;
+    }
+  }
+  result.training_seconds = seconds_since(stage_start);
 
   stage_start = Clock::now();
   TrainingJudgement training;
   MemoryJudgement memory;
   ZeroJudgement zero;
-  result.verdict = judge_run(scenario, plan, trace, golden, training, memory, zero);
+  result.verdict = judge_run(scenario, plan, trace, golden, training, memory, zero,
+                             precision_twin ? &*precision_twin : nullptr);
   result.training = std::move(training);
   result.memory = std::move(memory);
   if (zero.judged) result.zero = std::move(zero);

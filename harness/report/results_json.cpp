@@ -11,6 +11,24 @@ nlohmann::json optional_to_json(const std::optional<int64_t>& value) {
   return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+nlohmann::json mixed_precision_to_json(const Plan& plan) {
+  if (plan.precision == Precision::fp32) return nullptr;
+  const Fp16Config& fp16 = plan.mixed.fp16;
+  return {{"loss_scaler", plan.precision != Precision::fp16 ? "none"
+                          : fp16.loss_scale > 0.0          ? "static"
+                          : plan.mixed.scaler == LossScalerKind::fp16_optimizer
+                              ? "FP16_Optimizer (stage 0: no hysteresis)"
+                              : "DynamicLossScaler (ZeRO: hysteresis)"},
+          {"loss_scale", fp16.loss_scale},
+          {"initial_scale_power", fp16.initial_scale_power},
+          {"loss_scale_window", fp16.loss_scale_window},
+          {"hysteresis", fp16.hysteresis},
+          {"consecutive_hysteresis", fp16.consecutive_hysteresis},
+          {"min_loss_scale", fp16.min_loss_scale},
+          {"accumulate_in_fp32", plan.mixed.accumulate_in_fp32},
+          {"check_overflow", plan.mixed.check_overflow}};
+}
+
 nlohmann::json plan_to_json(const Plan& plan) {
   const ResolvedBatch& batch = plan.batch;
   const OptimizerConfig& optimizer = plan.optimizer;
@@ -27,6 +45,7 @@ nlohmann::json plan_to_json(const Plan& plan) {
       {"device", device_name(plan.device)},
       {"dtype", spelling_of(plan.dtype, engine_dtype_spellings())},
       {"precision", precision_name(plan.precision)},
+      {"mixed_precision", mixed_precision_to_json(plan)},
       {"zero_stage", plan.zero_stage},
       {"gradient_clipping", plan.gradient_clipping},
       {"managed_gradient_accumulation", plan.managed_gradient_accumulation},
@@ -61,7 +80,9 @@ nlohmann::json comparison_to_json(const TensorComparison& c) {
           {"tolerance_used", c.tolerance_used},
           {"norm_ratio", c.norm_ratio},
           {"cosine", c.cosine},
-          {"shape_mismatch", c.shape_mismatch}};
+          {"shape_mismatch", c.shape_mismatch},
+          {"rms_error", c.rms_error},
+          {"twin_rms_error", c.twin_rms_error}};
 }
 
 nlohmann::json training_to_json(const TrainingJudgement& training) {
@@ -75,6 +96,8 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
                      {"micro_step", step.micro_step},
                      {"loss", step.loss},
                      {"golden_loss", step.golden_loss},
+                     {"skipped", step.skipped},
+                     {"loss_scale", step.loss_scale},
                      {"gradients_match", step.gradients_match},
                      {"parameters_match", step.parameters_match},
                      {"gradients", gradients},
@@ -113,6 +136,17 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
             {"bypass_steps", training.counters.bypass_steps}}},
           {"micro_steps", training.micro_steps},
           {"micro_step_losses", training.micro_step_losses},
+          {"precision", training.precision},
+          {"precision_twin",
+           training.precision_twin_factor > 0.0
+               ? nlohmann::json{{"factor", training.precision_twin_factor},
+                                {"floor", kPrecisionTwinFloor},
+                                {"worst_rms_error", training.worst_rms_error},
+                                {"worst_twin_rms_error", training.worst_twin_rms_error}}
+               : nlohmann::json(nullptr)},
+          {"skipped_steps", training.skipped_steps},
+          {"loss_scale_log", training.loss_scale_log},
+          {"stopped", training.stopped},
           {"steps", steps}};
 }
 

@@ -27,6 +27,8 @@ class ResultsObject {
     return *found;
   }
   bool is_null(const std::string& key) const { return at(key).is_null(); }
+  // Keys added after format version 1 was fixed (mixed precision): absent in older files.
+  bool has(const std::string& key) const { return value_.contains(key); }
   ResultsObject object(const std::string& key) const {
     return ResultsObject(at(key), source_, pointer_to(key));
   }
@@ -151,6 +153,21 @@ Plan plan_from(const ResultsObject& json) {
   plan.precision = json.spelled(
       "precision",
       spellings_from_names({Precision::fp32, Precision::fp16, Precision::bf16}, precision_name));
+  if (json.has("mixed_precision") && !json.is_null("mixed_precision")) {
+    const ResultsObject mixed = json.object("mixed_precision");
+    Fp16Config& fp16 = plan.mixed.fp16;
+    fp16.loss_scale = mixed.number("loss_scale");
+    fp16.initial_scale_power = mixed.integer("initial_scale_power");
+    fp16.loss_scale_window = mixed.integer("loss_scale_window");
+    fp16.hysteresis = mixed.integer("hysteresis");
+    fp16.consecutive_hysteresis = mixed.flag("consecutive_hysteresis");
+    fp16.min_loss_scale = mixed.number("min_loss_scale");
+    plan.mixed.accumulate_in_fp32 = mixed.flag("accumulate_in_fp32");
+    plan.mixed.check_overflow = mixed.flag("check_overflow");
+    plan.mixed.scaler = mixed.text("loss_scaler").rfind("DynamicLossScaler", 0) == 0
+                            ? LossScalerKind::zero_dynamic
+                            : LossScalerKind::fp16_optimizer;
+  }
   plan.zero_stage = json.integer("zero_stage");
   plan.gradient_clipping = json.number("gradient_clipping");
   plan.managed_gradient_accumulation = json.flag("managed_gradient_accumulation");
@@ -196,6 +213,8 @@ TensorComparison comparison_from(const ResultsObject& json) {
   c.norm_ratio = json.number("norm_ratio");
   c.cosine = json.number("cosine");
   c.shape_mismatch = json.text("shape_mismatch");
+  if (json.has("rms_error")) c.rms_error = json.number("rms_error");
+  if (json.has("twin_rms_error")) c.twin_rms_error = json.number("twin_rms_error");
   return c;
 }
 
@@ -229,12 +248,24 @@ TrainingJudgement training_from(const ResultsObject& json) {
   training.counters.bypass_steps = counters.integer("bypass_steps");
   training.micro_steps = json.integer("micro_steps");
   training.micro_step_losses = json.numbers("micro_step_losses");
+  if (json.has("precision")) training.precision = json.text("precision");
+  if (json.has("precision_twin") && !json.is_null("precision_twin")) {
+    const ResultsObject twin = json.object("precision_twin");
+    training.precision_twin_factor = twin.number("factor");
+    training.worst_rms_error = twin.number("worst_rms_error");
+    training.worst_twin_rms_error = twin.number("worst_twin_rms_error");
+  }
+  if (json.has("skipped_steps")) training.skipped_steps = json.integers("skipped_steps");
+  if (json.has("loss_scale_log")) training.loss_scale_log = json.texts("loss_scale_log");
+  if (json.has("stopped")) training.stopped = json.text("stopped");
   for (const ResultsObject& step_json : json.objects("steps")) {
     StepJudgement step;
     step.step = step_json.integer("step");
     step.micro_step = step_json.integer("micro_step");
     step.loss = step_json.number("loss");
     step.golden_loss = step_json.number("golden_loss");
+    if (step_json.has("skipped")) step.skipped = step_json.flag("skipped");
+    if (step_json.has("loss_scale")) step.loss_scale = step_json.number("loss_scale");
     step.gradients_match = step_json.flag("gradients_match");
     step.parameters_match = step_json.flag("parameters_match");
     for (const ResultsObject& c : step_json.objects("gradients")) {

@@ -18,6 +18,8 @@ const EnumSpellings<ConfigErrorKind>& config_error_spellings() {
       {ConfigErrorKind::untested_zero_optimizer, "untested_zero_optimizer"},
       {ConfigErrorKind::direct_backward_unsupported, "direct_backward_unsupported"},
       {ConfigErrorKind::scheduler_invalid, "scheduler_invalid"},
+      {ConfigErrorKind::precision_invalid, "precision_invalid"},
+      {ConfigErrorKind::unsupported_precision_mix, "unsupported_precision_mix"},
       {ConfigErrorKind::batch_too_large, "batch_too_large"},
   };
   return spellings;

@@ -22,6 +22,10 @@ enum class ConfigErrorKind {
   untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested
   direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)
   scheduler_invalid,  // deepspeed.initialize cannot build the config's LR scheduler
+  precision_invalid,  // an fp16 value DeepSpeedFP16Config's validators refuse
+  // deepspeed.initialize refuses the mix of model dtype and data_types.grad_accum_dtype
+  // (engine.py _do_optimizer_sanity_check), e.g. bf16 with fp32 accumulation at stage 0 (0.19)
+  unsupported_precision_mix,
   // Not DeepSpeed's: a batch product beyond 2^62 samples. Python's integers hold it and
   // DeepSpeed would go on; no machine trains it, and int64 arithmetic would wrap.
   batch_too_large,

@@ -13,6 +13,7 @@
 #include "harness/scenario/config_error.h"
 #include "harness/scenario/deepspeed_release.h"
 #include "harness/scenario/lr_schedule.h"
+#include "harness/scenario/precision_config.h"
 #include "harness/json/json_fields.h"
 
 namespace trainrepro {
@@ -61,6 +62,15 @@ struct DeepSpeedConfig {
   bool managed_gradient_accumulation = true;  // false: every step() is a boundary (0.19.4+)
   bool fp16_enabled = false;
   bool bf16_enabled = false;
+  Fp16Config fp16;
+  bool bf16_check_grad_overflow = true;  // "bf16": {"check_grad_overflow"} (0.19)
+  // "data_types": {"grad_accum_dtype"}; none: the release's default for the model's dtype.
+  std::optional<Precision> grad_accum_dtype;
+  // What DeepSpeed's precision validators refuse while reading ("fp16.loss_scale must be >= 0").
+  std::optional<ConfigError> precision_refused;
+  // A precision option the engine does not implement ("file:/deepspeed/fp16/…: why"); empty
+  // when there is none.
+  std::string precision_not_implemented;
   // "file:/deepspeed/scheduler: …" for every key the engine does not implement or DeepSpeed
   // ignores, saying which.
   std::vector<std::string> warnings;

@@ -36,6 +36,11 @@ struct DeepSpeedRelease {
   // runtime/constants.py MANAGED_GRADIENT_ACCUMULATION (0.19.4+); false makes every step() a
   // boundary. Older releases ignore the key.
   bool has_managed_gradient_accumulation = false;
+  // runtime/engine.py get_data_types and _do_optimizer_sanity_check without ZeRO: 0.16.9
+  // accumulates bf16 gradients in fp32 by default (BF16_Optimizer) and refuses bf16
+  // accumulation; 0.19.8 accumulates in bf16 by default (FP16_Optimizer in bf16) and refuses
+  // fp32 accumulation.
+  bool bf16_without_zero_accumulates_in_fp32 = false;
   // runtime/config.py _reject_removed_config_keys (0.19.7 partly, 0.19.8 fully).
   std::vector<RemovedKey> removed_keys;
   // runtime/engine.py DEEPSPEED_OPTIMIZERS via runtime/config.py: the names DeepSpeed matches

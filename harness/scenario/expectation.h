@@ -24,6 +24,11 @@ enum class DiagnosisKind {
   per_micro_batch_token_normalisation,
   backward_in_evaluation,  // evaluation's gradients land in the next training step
   training_diverged,       // the run's loss, gradients or parameters became NaN or Inf
+  // Mixed precision, judged from the engine's step records and the precision twin:
+  overflow_skipped_steps,      // gradients overflowed and DeepSpeed skipped optimizer steps
+  loss_scale_at_minimum,       // DynamicLossScaler raised: the run ended at the minimum scale
+  low_precision_accumulation,  // correct semantics, but fp16/bf16 accumulation drifts beyond
+                               // the precision twin's noise
   // Memory, judged from the probes:
   tensor_memory_leak,  // live tensor bytes grow every step
   host_memory_leak,    // the host heap grows every step while tensors stay flat

@@ -8,18 +8,19 @@
 
 #include "harness/scenario/batch_config.h"
 #include "harness/scenario/config_error.h"
+#include "harness/scenario/precision_config.h"
 #include "harness/scenario/scenario.h"
 
 namespace trainrepro {
 
 enum class Device { cpu, cuda };
-enum class Precision { fp32, fp16, bf16 };
 
 struct Plan {
   ResolvedBatch batch;
   Device device = Device::cpu;
   EngineDtype dtype = EngineDtype::float32;
   Precision precision = Precision::fp32;
+  MixedPrecisionPlan mixed;  // when precision is fp16 or bf16
   int64_t zero_stage = 0;
   OptimizerConfig optimizer;
   std::optional<LrSchedule> lr_schedule;  // the config's scheduler; none: the optimizer's lr

@@ -34,6 +34,66 @@ std::optional<ConfigError> check_initialize(const Scenario& scenario) {
   return std::nullopt;
 }
 
+const char* torch_dtype_name(Precision precision) {
+  switch (precision) {
+    case Precision::fp16:
+      return "torch.float16";
+    case Precision::bf16:
+      return "torch.bfloat16";
+    default:
+      return "torch.float32";
+  }
+}
+
+// engine.py get_data_types: the accumulation dtype a config gets when it names none.
+Precision grad_accum_dtype_of(const DeepSpeedConfig& config, Precision model) {
+  if (config.grad_accum_dtype) return *config.grad_accum_dtype;
+  if (model == Precision::bf16 && config.zero_stage == 0 &&
+      config.release->bf16_without_zero_accumulates_in_fp32) {
+    return Precision::fp32;
+  }
+  return model;
+}
+
+// engine.py _do_optimizer_sanity_check: which optimizer wrapper the dtypes get, or DeepSpeed's
+// NotImplementedError for a mix it refuses. Fills `mixed` for the wrappers the engine runs.
+std::optional<ConfigError> choose_precision_wrapper(const DeepSpeedConfig& config,
+                                                    Precision model, MixedPrecisionPlan& mixed) {
+  const Precision accumulation = grad_accum_dtype_of(config, model);
+  const bool old_release = config.release->bf16_without_zero_accumulates_in_fp32;
+  mixed.fp16 = config.fp16;
+  mixed.accumulate_in_fp32 = model != Precision::fp32 && accumulation == Precision::fp32;
+  if (config.zero_stage >= 1) {
+    // ZeRO's optimizers; at stage 1, bf16 with fp32 accumulation gets BF16_Optimizer instead.
+    const bool bf16_optimizer = model == Precision::bf16 && accumulation == Precision::fp32 &&
+                                config.zero_stage == 1;
+    mixed.scaler = LossScalerKind::zero_dynamic;
+    mixed.check_overflow = model != Precision::bf16 || bf16_optimizer ||
+                           config.bf16_check_grad_overflow;
+    return std::nullopt;
+  }
+  mixed.scaler = LossScalerKind::fp16_optimizer;
+  mixed.check_overflow = true;
+  if (model == accumulation) {
+    if (model == Precision::bf16 && old_release) {
+      return ConfigError{ConfigErrorKind::unsupported_precision_mix,
+                         "NotImplementedError: Bfloat16 wrapper must use a gradient accumulation "
+                         "type of fp32, enable ZeRO to use Bfloat16 gradient accumulation"};
+    }
+    return std::nullopt;
+  }
+  if (old_release && model == Precision::bf16 && accumulation == Precision::fp32) {
+    return std::nullopt;  // BF16_Optimizer
+  }
+  return ConfigError{ConfigErrorKind::unsupported_precision_mix,
+                     old_release ? std::string("NotImplementedError: unsupported mix of model "
+                                               "dtype and gradient accumulation type")
+                                 : std::string("NotImplementedError: unsupported mix of "
+                                               "model_dtype=") +
+                                       torch_dtype_name(model) +
+                                       " and grad_accum_dtype=" + torch_dtype_name(accumulation)};
+}
+
 }  // namespace
 
 BatchResolution resolve_deepspeed_config(const DeepSpeedConfig& config, int64_t world_size) {
@@ -42,6 +102,7 @@ BatchResolution resolve_deepspeed_config(const DeepSpeedConfig& config, int64_t 
     return ConfigError{ConfigErrorKind::fp16_and_bf16_both_enabled,
                        "bfloat16 and fp16 modes cannot be simultaneously enabled"};
   }
+  if (config.precision_refused) return *config.precision_refused;
   return resolve_batch_config(config.batch, world_size);
 }
 
@@ -58,6 +119,7 @@ PlanResolution resolve_plan(const Scenario& scenario, Device device) {
   plan.precision = config.fp16_enabled   ? Precision::fp16
                    : config.bf16_enabled ? Precision::bf16
                                          : Precision::fp32;
+  if (auto error = choose_precision_wrapper(config, plan.precision, plan.mixed)) return *error;
   plan.zero_stage = config.zero_stage;
   plan.optimizer = *config.optimizer;  // check_initialize refused the names it cannot build
   plan.lr_schedule = config.scheduler;

@@ -26,8 +26,14 @@ struct Diagnosis {
   std::vector<HypothesisResult> tested;
 };
 
+// `noise` (mixed precision): the relative error a correct run of this precision has at this
+// step (the precision twin's); a hypothesis within factor x noise matches too.
 Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan, const Trace& trace,
-                                     const Golden& golden, int64_t step);
+                                     const Golden& golden, int64_t step, double noise = 0.0);
+
+// ||observed - predicted|| / ||predicted|| over a whole model's gradients.
+double gradients_relative_error(const std::vector<at::Tensor>& observed,
+                                const std::vector<at::Tensor>& predicted);
 
 // Parameters match but gradients did too: the update itself differs.
 Diagnosis diagnose_parameter_mismatch(const Plan& plan, int64_t step);

@@ -43,8 +43,11 @@ std::optional<std::string> find_stale_golden(const Scenario& scenario, const Tra
                      std::to_string(trace.parameter_names.size()) + ", the golden " +
                      std::to_string(golden.parameter_names.size()) + ")");
   }
-  // A float32 run starts from the golden's float64 weights rounded to float32.
-  const double tolerance = scenario.dtype == EngineDtype::float64 ? 1e-12 : 1e-6;
+  // A float32 run starts from the golden's float64 weights rounded to float32; fp16 and bf16
+  // runs from them rounded to 11 and 8 significant bits (twice the unit roundoff allowed).
+  double tolerance = scenario.dtype == EngineDtype::float64 ? 1e-12 : 1e-6;
+  if (scenario.deepspeed.fp16_enabled) tolerance = 1e-3;
+  if (scenario.deepspeed.bf16_enabled) tolerance = 8e-3;
   for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
     const at::Tensor& expected = golden.initial_parameters[i];
     const double difference = largest_difference(trace.initial_parameters[i], expected);

@@ -21,6 +21,16 @@ std::string format_number(double value) {
 
 std::string describe_worst(const std::vector<TensorComparison>& comparisons) {
   const TensorComparison* worst = nullptr;
+  // Judged against a precision twin: the whole model decides (compare_model_with_twin).
+  if (!comparisons.empty() && comparisons.front().twin_rms_error >= 0.0) {
+    const TensorComparison& whole = comparisons.front();
+    return whole.name + ": RMS error " + format_number(whole.rms_error) +
+           " vs the precision twin's " + format_number(whole.twin_rms_error) + " (" +
+           format_number(whole.tolerance_used * 100.0) + "% of the limit " +
+           format_number(kPrecisionTwinFactor) + "x the twin's; max abs error " +
+           format_number(whole.max_abs_error) + ", norm ratio " + format_number(whole.norm_ratio) +
+           ", cosine " + format_number(whole.cosine) + ")";
+  }
   for (const TensorComparison& comparison : comparisons) {
     if (!worst || comparison.tolerance_used > worst->tolerance_used) worst = &comparison;
   }
@@ -33,7 +43,13 @@ std::string describe_worst(const std::vector<TensorComparison>& comparisons) {
          format_number(worst->max_abs_error) + ", max rel error " +
          format_number(worst->max_rel_error) + ", " + format_number(worst->tolerance_used * 100.0) +
          "% of tolerance, norm ratio " + format_number(worst->norm_ratio) + ", cosine " +
-         format_number(worst->cosine) + ")";
+         format_number(worst->cosine) +
+         (worst->twin_rms_error >= 0.0
+              ? ", RMS error " + format_number(worst->rms_error) + " vs the precision twin's " +
+                    format_number(worst->twin_rms_error) + ", limit " +
+                    format_number(kPrecisionTwinFactor) + "x the twin's"
+              : std::string()) +
+         ")";
 }
 
 // Adam's update m/(sqrt(v)+eps) turns a gradient difference δ at an element whose gradient g
@@ -91,7 +107,8 @@ std::optional<std::string> find_divergence(const Trace& trace) {
   for (size_t s = 0; s < trace.steps.size(); ++s) {
     const OptimizerStepRecord& step = trace.steps[s];
     if (auto bad = first_bad_loss(static_cast<size_t>(step.micro_step))) return bad;
-    for (size_t i = 0; i < step.gradients.size(); ++i) {
+    // A skipped step's gradients overflowed: that is why it was skipped, not a divergence.
+    for (size_t i = 0; i < (step.skipped ? 0 : step.gradients.size()); ++i) {
       const std::string text = describe_non_finite(trace.parameter_names[i], step.gradients[i]);
       if (!text.empty()) return "at optimizer step " + std::to_string(s) + " the gradient " + text;
     }
@@ -122,10 +139,142 @@ bool all_within(const std::vector<TensorComparison>& comparisons) {
                      [](const TensorComparison& c) { return c.within_tolerance; });
 }
 
+// A low-precision model judged whole (all its elements as one vector) against the twin: a
+// tensor of a few elements has too few roundings for an RMS to mean anything on its own. The
+// first comparison is the whole model's and decides; each tensor's follows for information,
+// marked with the whole model's decision.
+std::vector<TensorComparison> compare_model_with_twin(const std::vector<std::string>& names,
+                                                      const std::vector<at::Tensor>& run,
+                                                      const std::vector<at::Tensor>& twin,
+                                                      const std::vector<at::Tensor>& golden) {
+  const auto flat = [](const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> pieces;
+    for (const at::Tensor& tensor : tensors) pieces.push_back(tensor.to(at::kDouble).reshape({-1}));
+    return at::cat(pieces);
+  };
+  std::vector<TensorComparison> comparisons = {
+      compare_with_twin("whole model (" + std::to_string(names.size()) + " tensors)", flat(run),
+                        flat(twin), flat(golden), kPrecisionTwinFactor, kPrecisionTwinFloor)};
+  for (size_t i = 0; i < names.size(); ++i) {
+    comparisons.push_back(compare_with_twin(names[i], run[i], twin[i], golden[i],
+                                            kPrecisionTwinFactor, kPrecisionTwinFloor));
+    comparisons.back().within_tolerance = comparisons.front().within_tolerance;
+  }
+  return comparisons;
+}
+
+// "65536 (2^16)", "1000", "0.5": loss scales are mostly powers of two, read as such.
+std::string scale_text(double scale) {
+  char text[64];
+  int exponent = 0;
+  const bool power_of_two = scale > 0.0 && std::frexp(scale, &exponent) == 0.5;
+  if (scale >= 1.0 && scale < 1e15 && scale == std::floor(scale)) {
+    if (power_of_two) {
+      std::snprintf(text, sizeof text, "%.0f (2^%d)", scale, exponent - 1);
+    } else {
+      std::snprintf(text, sizeof text, "%.0f", scale);
+    }
+  } else {
+    std::snprintf(text, sizeof text, "%.6g", scale);
+  }
+  return text;
+}
+
+// DynamicLossScaler raised at its minimum scale (ZeRO stages 1-3): DeepSpeed ends the run.
+Diagnosis diagnose_stopped_run(const Trace& trace, const Plan& plan) {
+  Diagnosis diagnosis;
+  diagnosis.kind = DiagnosisKind::loss_scale_at_minimum;
+  diagnosis.step = static_cast<int64_t>(trace.steps.size());
+  diagnosis.explanation =
+      "DeepSpeed's loss scaler reached min_loss_scale=" +
+      scale_text(plan.mixed.fp16.min_loss_scale) +
+      " and the gradients still overflow, so ZeRO stage " + std::to_string(plan.zero_stage) +
+      "'s DynamicLossScaler raised and the run ended: the fp16 gradients are non-finite at any "
+      "scale (an Inf or NaN in the forward pass, or values beyond fp16's 65504 before scaling). "
+      "Look for the overflow in the model, use bf16, or lower min_loss_scale only if the "
+      "gradients are finite in float32";
+  return diagnosis;
+}
+
+// Steps skipped on overflow: each one discards a whole accumulation window, and the dynamic
+// scale halves (after hysteresis at ZeRO stages 1-3) until the gradients fit.
+Diagnosis diagnose_skipped_steps(const Trace& trace, const Plan& plan,
+                                 const std::vector<int64_t>& skipped) {
+  Diagnosis diagnosis;
+  diagnosis.kind = DiagnosisKind::overflow_skipped_steps;
+  diagnosis.step = skipped.front();
+  const OptimizerStepRecord& first = trace.steps[static_cast<size_t>(skipped.front())];
+  const bool every_step_after = static_cast<int64_t>(trace.steps.size()) - skipped.front() ==
+                                static_cast<int64_t>(skipped.size());
+  const int64_t gas = plan.batch.gradient_accumulation_steps;
+  std::string text = std::to_string(skipped.size()) + " of " +
+                     std::to_string(trace.steps.size()) +
+                     " optimizer steps were skipped: their accumulated gradients overflowed";
+  if (plan.precision == Precision::fp16) {
+    text += " at loss scale " + scale_text(first.loss_scale) + " (first at step " +
+            std::to_string(skipped.front()) + ")";
+  }
+  text += ". DeepSpeed skips the whole window (" + std::to_string(gas) +
+          " micro-batch" + (gas == 1 ? "" : "es") +
+          ") without updating the weights; engine.global_steps still counts it, "
+          "engine.skipped_steps counts it, and the LR scheduler does not advance, so the run "
+          "trails the golden by one update per skipped step";
+  if (plan.precision == Precision::fp16 && plan.mixed.fp16.loss_scale > 0.0) {
+    text += ". The loss scale is static (fp16.loss_scale=" + scale_text(plan.mixed.fp16.loss_scale) +
+            "), so it never comes down: use dynamic scaling (loss_scale 0) or a smaller scale";
+  } else if (plan.precision == Precision::fp16 && every_step_after) {
+    text += ". Every step from the first skip on was skipped: the scale " +
+            std::string(trace.steps.back().loss_scale <= plan.mixed.fp16.min_loss_scale
+                            ? "sits at min_loss_scale and never recovers"
+                            : "has not come down far enough yet") +
+            "; the gradients overflow fp16 even unscaled, or initial_scale_power is far too "
+            "high for this run's length";
+  } else if (plan.precision == Precision::fp16) {
+    text += ". With dynamic scaling a few skips at the start are how DeepSpeed finds the scale "
+            "(initial_scale_power=" + std::to_string(plan.mixed.fp16.initial_scale_power) +
+            "); lower initial_scale_power to waste fewer windows";
+  } else {
+    text += ". bf16 has no loss scale: non-finite bf16 gradients mean the forward or backward "
+            "overflowed";
+  }
+  diagnosis.explanation = text;
+  return diagnosis;
+}
+
+// No fault hypothesis explains a mixed-precision mismatch. When the run is nearer the golden
+// than every fault tested, its semantics are DeepSpeed's and the extra error is rounding: with
+// gradients accumulated in fp16/bf16 across micro-steps, that is the accumulation.
+void diagnose_low_precision_accumulation(const Plan& plan, const Trace& trace,
+                                         const Golden& golden, int64_t step, double noise,
+                                         Diagnosis& diagnosis) {
+  const int64_t gas = plan.batch.gradient_accumulation_steps;
+  if (gas <= 1 || plan.mixed.accumulate_in_fp32) return;
+  const double error =
+      gradients_relative_error(trace.steps[step].gradients, golden.steps[step].gradients);
+  for (const HypothesisResult& tested : diagnosis.tested) {
+    if (tested.relative_error <= error) return;
+  }
+  diagnosis.kind = DiagnosisKind::low_precision_accumulation;
+  const std::string dtype = precision_name(plan.precision);
+  diagnosis.explanation =
+      "gradients follow DeepSpeed's accumulation (relative error " + format_number(error) +
+      " against the golden, nearer than any fault tested) but carry " +
+      format_number(noise > 0.0 ? error / noise : 0.0) + "x the " + dtype +
+      " precision twin's error (" + format_number(noise) + "): " + std::to_string(gas) +
+      " micro-steps were summed in " + dtype +
+      ", rounding the running sum at every micro-step. Fix: accumulate in float32 with "
+      "\"data_types\": {\"grad_accum_dtype\": \"fp32\"} (" +
+      (plan.zero_stage == 0 ? "DeepSpeed " + plan.deepspeed_version +
+                                  " refuses it at ZeRO stage 0: use stage 1 or 2"
+                            : std::string("at ZeRO stage 1 DeepSpeed then uses BF16_Optimizer")) +
+      "), or accumulate fewer micro-steps";
+}
+
 }  // namespace
 
 void judge_training(const Scenario& scenario, const Plan& plan, const Trace& trace,
-                    const Golden& golden, TrainingJudgement& judgement) {
+                    const Golden& golden, TrainingJudgement& judgement,
+                    const Trace* precision_twin) {
   Tolerance tolerance = default_tolerance(plan.dtype);
   if (scenario.tolerance) {
     tolerance = {scenario.tolerance->rtol, scenario.tolerance->atol};
@@ -139,8 +288,29 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     judgement.micro_step_losses.push_back(micro.loss);
   }
 
+  const bool twin_judged = plan.precision != Precision::fp32 && precision_twin != nullptr;
+  if (plan.precision != Precision::fp32) judgement.precision = precision_name(plan.precision);
+  if (twin_judged) judgement.precision_twin_factor = kPrecisionTwinFactor;
+  judgement.stopped = trace.stopped;
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    const OptimizerStepRecord& run = trace.steps[s];
+    if (run.skipped) judgement.skipped_steps.push_back(static_cast<int64_t>(s));
+    if (!run.log.empty() && judgement.loss_scale_log.size() < 20) {
+      judgement.loss_scale_log.push_back("optimizer step " + std::to_string(s) + ": " + run.log);
+    }
+  }
+
   AdamAllowance allowance(plan.optimizer);
-  const int64_t compared = std::min<int64_t>(scenario.golden.steps, trace.steps.size());
+  int64_t compared = std::min<int64_t>(scenario.golden.steps, trace.steps.size());
+  if (twin_judged) compared = std::min<int64_t>(compared, precision_twin->steps.size());
+  double worst_used = -1.0;
+  const auto track_worst = [&](const TensorComparison& comparison) {
+    if (comparison.tolerance_used > worst_used) {
+      worst_used = comparison.tolerance_used;
+      judgement.worst_rms_error = comparison.rms_error;
+      judgement.worst_twin_rms_error = comparison.twin_rms_error;
+    }
+  };
   for (int64_t s = 0; s < compared; ++s) {
     const OptimizerStepRecord& run = trace.steps[s];
     const GoldenStep& reference = golden.steps[s];
@@ -149,13 +319,27 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     step.micro_step = run.micro_step;
     step.loss = run.loss;
     step.golden_loss = reference.loss;
-    allowance.add_step(run.gradients, reference.gradients);
+    step.skipped = run.skipped;
+    step.loss_scale = run.loss_scale;
+    if (!twin_judged) allowance.add_step(run.gradients, reference.gradients);
     for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
       const std::string& name = golden.parameter_names[i];
+      if (twin_judged) continue;  // judged as a whole model below
       step.gradients.push_back(
           compare_tensors(name, run.gradients[i], reference.gradients[i], tolerance));
       step.parameters.push_back(compare_tensors(name, run.parameters[i], reference.parameters[i],
                                                 tolerance, allowance.for_parameter(i)));
+    }
+    if (twin_judged) {
+      const OptimizerStepRecord& twin = precision_twin->steps[s];
+      if (!run.skipped) {
+        step.gradients = compare_model_with_twin(golden.parameter_names, run.gradients,
+                                                 twin.gradients, reference.gradients);
+        track_worst(step.gradients.front());
+      }
+      step.parameters = compare_model_with_twin(golden.parameter_names, run.parameters,
+                                                twin.parameters, reference.parameters);
+      track_worst(step.parameters.front());
     }
     step.gradients_match = all_within(step.gradients);
     step.parameters_match = all_within(step.parameters);
@@ -166,6 +350,24 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
       judgement.first_parameter_mismatch = s;
     }
     judgement.steps.push_back(std::move(step));
+  }
+
+  if (!trace.stopped.empty()) {
+    judgement.diagnosis = diagnose_stopped_run(trace, plan);
+    judgement.mismatch = "the run ended after " + std::to_string(trace.steps.size()) + " of " +
+                         std::to_string(scenario.loop.steps) + " optimizer steps: " +
+                         trace.stopped;
+    return;
+  }
+  if (!judgement.skipped_steps.empty() &&
+      judgement.skipped_steps.front() < std::max<int64_t>(compared, 1)) {
+    judgement.diagnosis = diagnose_skipped_steps(trace, plan, judgement.skipped_steps);
+    judgement.mismatch = std::to_string(judgement.skipped_steps.size()) + " of " +
+                         std::to_string(trace.steps.size()) +
+                         " optimizer steps were skipped on overflow, the first at step " +
+                         std::to_string(judgement.skipped_steps.front()) +
+                         " (the float64 golden skips none)";
+    return;
   }
 
   judgement.divergence = find_divergence(trace);
@@ -189,7 +391,14 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     }
   } else if (gradient_first) {
     const int64_t s = *judgement.first_gradient_mismatch;
-    judgement.diagnosis = diagnose_gradient_mismatch(scenario, plan, trace, golden, s);
+    const double noise =
+        twin_judged ? gradients_relative_error(precision_twin->steps[s].gradients,
+                                               golden.steps[s].gradients)
+                    : 0.0;
+    judgement.diagnosis = diagnose_gradient_mismatch(scenario, plan, trace, golden, s, noise);
+    if (twin_judged && !judgement.diagnosis->kind) {
+      diagnose_low_precision_accumulation(plan, trace, golden, s, noise, *judgement.diagnosis);
+    }
     judgement.mismatch = "gradients differ from the golden at optimizer step " + std::to_string(s) +
                          ": " + describe_worst(judgement.steps[s].gradients);
   } else if (judgement.first_parameter_mismatch) {
@@ -202,8 +411,8 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
 
 Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace,
                   const Golden& golden, TrainingJudgement& training, MemoryJudgement& memory,
-                  ZeroJudgement& zero) {
-  judge_training(scenario, plan, trace, golden, training);
+                  ZeroJudgement& zero, const Trace* precision_twin) {
+  judge_training(scenario, plan, trace, golden, training, precision_twin);
   memory = judge_memory(scenario, plan, trace);
   zero = judge_zero(scenario, plan, trace);
 
@@ -243,6 +452,12 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
   if (kinds.empty()) {
     verdict.found = "gradients and parameters match the golden at all " +
                     std::to_string(training.steps.size()) + " compared optimizer steps";
+    if (training.precision_twin_factor > 0.0) {
+      verdict.found += " within " + format_number(training.precision_twin_factor) + "x the " +
+                       training.precision + " precision twin's error (worst RMS error " +
+                       format_number(training.worst_rms_error) + ", twin " +
+                       format_number(training.worst_twin_rms_error) + ")";
+    }
     verdict.found += memory.judged
                          ? "; memory bounded: no window of steps leaves allocations alive "
                            "(tensors " +

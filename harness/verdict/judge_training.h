@@ -13,14 +13,17 @@
 
 namespace trainrepro {
 
+// `precision_twin` (fp16/bf16 runs): the same steps without accumulation in the same
+// precision; the run is then judged by its error relative to the twin's (precision_config.h).
 void judge_training(const Scenario& scenario, const Plan& plan, const Trace& trace,
-                    const Golden& golden, TrainingJudgement& judgement);
+                    const Golden& golden, TrainingJudgement& judgement,
+                    const Trace* precision_twin = nullptr);
 
 // Gradients, then memory, then ZeRO's model states and traffic, then the outcome: a
 // reproduction is reproduced when its named diagnosis is among those found; a regression
 // scenario passes when none is.
 Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace,
                   const Golden& golden, TrainingJudgement& training, MemoryJudgement& memory,
-                  ZeroJudgement& zero);
+                  ZeroJudgement& zero, const Trace* precision_twin = nullptr);
 
 }  // namespace trainrepro

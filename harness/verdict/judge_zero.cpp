@@ -66,7 +66,11 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   // Model states are measured inside engine.backward(); a loop that calls loss.backward()
   // itself never lets the engine see its boundary.
   const bool engine_driven = scenario.loop.loss_scaling != LossScalingHabit::none;
-  if (trace.steps.empty() || !engine_driven ||
+  // Until a step is taken the optimizer holds no state to measure: a run whose every step was
+  // skipped on overflow, or that stopped at the minimum loss scale, is judged by its skips.
+  const bool no_step_taken =
+      trace.counters.skipped_steps >= static_cast<int64_t>(trace.steps.size());
+  if (trace.steps.empty() || !engine_driven || no_step_taken || !trace.stopped.empty() ||
       (plan.zero_stage == 0 && plan.batch.world_size == 1)) {
     return judgement;
   }
@@ -82,6 +86,13 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
       padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size, numels);
   const int64_t element = element_bytes(plan.dtype);
   judgement.bytes_per_parameter = {element, element, element * optimizer_buffers(plan.optimizer)};
+  if (plan.precision != Precision::fp32) {
+    // Mixed precision (the paper's 2 + 2 + K with K = 12 for Adam): fp16/bf16 parameters and
+    // gradients, float32 master weights beside the float32 optimizer states, and float32
+    // accumulation buffers where the gradients accumulate in float32 (BF16_Optimizer).
+    judgement.bytes_per_parameter = {2, plan.mixed.accumulate_in_fp32 ? 2 + 4 : 2,
+                                     4 + 4 * optimizer_buffers(plan.optimizer)};
+  }
 
   const OptimizerStepRecord& last = trace.steps.back();
   judgement.measured = last.model_states;
@@ -105,7 +116,7 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.ring_bytes_per_step = last.ring_bytes;
   judgement.expected_ring_bytes_per_step = expected_ring_bytes_per_step(
       plan.zero_stage, plan.batch.world_size, plan.batch.gradient_accumulation_steps,
-      judgement.partitioned_numel * element);
+      judgement.partitioned_numel * judgement.bytes_per_parameter.parameters);
   judgement.traffic_ratio =
       ratio(judgement.ring_bytes_per_step, judgement.expected_ring_bytes_per_step);
   judgement.traffic_judged = figures_judged && !scenario.loop.evaluation.has_value();

@@ -15,6 +15,8 @@ struct StepJudgement {
   int64_t micro_step = 0;  // backwards the run had done at this optimizer step
   double loss = 0.0;
   double golden_loss = 0.0;
+  bool skipped = false;     // the engine skipped this step (overflow): gradients not compared
+  double loss_scale = 1.0;  // the fp16 loss scale the window's gradients carried
   bool gradients_match = true;
   bool parameters_match = true;
   std::vector<TensorComparison> gradients;
@@ -34,6 +36,15 @@ struct TrainingJudgement {
   // micro-step 7 is NaN"); a diverged run is never "passed", even where the golden diverged too.
   std::optional<std::string> divergence;
   EngineCounters counters;
+  // Mixed precision: the precision ("fp16", "bf16"; empty for fp32) and, when judged against
+  // the precision twin, its factor and the worst tensor's RMS errors (run, twin).
+  std::string precision;
+  double precision_twin_factor = 0.0;
+  double worst_rms_error = 0.0;
+  double worst_twin_rms_error = 0.0;
+  std::vector<int64_t> skipped_steps;        // optimizer steps skipped on overflow
+  std::vector<std::string> loss_scale_log;   // DeepSpeed's lines about the scale (first 20)
+  std::string stopped;                       // why the run ended early; empty when it did not
   int64_t micro_steps = 0;
   std::vector<double> micro_step_losses;
 };

@@ -1,0 +1,53 @@
+// Mixed precision as a DeepSpeed config asks for it ("fp16", "bf16", "data_types") and as the
+// engine runs it. The model computes in fp16 or bf16; the optimizer updates float32 master
+// weights; fp16 multiplies the loss by a loss scale so small gradients survive, and every
+// boundary whose gradients overflowed is skipped. Semantics of DeepSpeed 0.19.8 (and 0.16.9
+// where noted): runtime/precision_config.py, runtime/fp16/{fused_optimizer,loss_scaler}.py,
+// runtime/bf16_optimizer.py, runtime/zero/stage_1_and_2.py, runtime/engine.py
+// _do_optimizer_sanity_check.
+#pragma once
+#include <cstdint>
+
+namespace trainrepro {
+
+enum class Precision { fp32, fp16, bf16 };
+
+// The "fp16" block (DeepSpeedFP16Config), with its defaults.
+struct Fp16Config {
+  double loss_scale = 0.0;  // 0: dynamic loss scaling; > 0: this static scale
+  int64_t initial_scale_power = 16;
+  int64_t loss_scale_window = 1000;
+  int64_t hysteresis = 2;
+  bool consecutive_hysteresis = false;
+  double min_loss_scale = 1.0;
+};
+
+// Which of DeepSpeed's loss scalers the engine's optimizer wrapper uses.
+enum class LossScalerKind {
+  // ZeRO stage 0: FP16_Optimizer's own _update_scale. No hysteresis (the "hysteresis" key is
+  // read but unused), and at min_loss_scale it keeps skipping without raising.
+  fp16_optimizer,
+  // ZeRO stages 1-3: DynamicLossScaler. Hysteresis delays each decrease; at min_loss_scale an
+  // overflow raises "Current loss scale already at minimum - cannot decrease scale anymore".
+  zero_dynamic,
+};
+
+// What a Plan says about mixed precision (precision fp16 or bf16 only).
+struct MixedPrecisionPlan {
+  Fp16Config fp16;  // fp16 only; bf16 never scales the loss
+  LossScalerKind scaler = LossScalerKind::fp16_optimizer;
+  // Gradients accumulate across micro-steps in float32 (BF16_Optimizer) instead of in the
+  // model's dtype.
+  bool accumulate_in_fp32 = false;
+  // Non-finite gradients skip the step (always for fp16; bf16 "check_grad_overflow").
+  bool check_overflow = true;
+};
+
+// PyTorch's rule for judging low precision against a float64 reference (torch._dynamo.utils
+// same(): res_error <= multiplier * ref_error + tol / 10): a run passes when its RMS error
+// against the float64 golden is within this factor of the precision twin's RMS error.
+constexpr double kPrecisionTwinFactor = 2.0;
+// tol / 10 of that rule, with tol torch.testing's default atol for float16 and bfloat16.
+constexpr double kPrecisionTwinFloor = 1e-6;
+
+}  // namespace trainrepro

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Writes scenarios/precision/: fp16 and bf16 training as DeepSpeed runs it (loss scaling,
+overflow skips, master weights, gradient accumulation dtype), judged against the float64 golden
+through the precision twin (see harness/scenario/precision_config.h). Each reproduction has a
+twin that passes. Re-run after changing them, then
+`build/trainrepro golden --update scenarios/precision`."""
+import json
+import pathlib
+
+HERE = pathlib.Path(__file__).resolve().parent
+MLP = {"name": "mlp", "options": {"dims": [16, 32, 4], "activation": "tanh"}, "seed": 11}
+MLP_DATA = {"name": "classification", "options": {"features": 16, "classes": 4}, "seed": 7}
+REGRESSION = {"name": "mlp", "options": {"dims": [8, 64, 64, 3]}, "seed": 12}
+REGRESSION_DATA = {"name": "regression", "options": {"features": 8, "outputs": 3}, "seed": 3}
+# Targets a million times larger than the model's outputs: the loss's gradient overflows fp16
+# (65504) whatever the loss scale.
+HUGE_TARGETS = {"name": "regression", "options": {"features": 8, "outputs": 3, "noise": 1e6},
+                "seed": 3}
+GPT = {"name": "gpt",
+       "options": {"vocab_size": 32, "max_seq_len": 12, "d_model": 16, "heads": 2, "layers": 1},
+       "seed": 21}
+TOKENS = {"name": "token_sequences",
+          "options": {"vocab_size": 32, "min_length": 2, "max_length": 12}, "seed": 22}
+ADAMW = {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}
+
+
+def write(name, description, expect, *, deepspeed, golden, model=MLP, data=MLP_DATA, world=1,
+          version=None, tags=()):
+    body = {
+        "name": name,
+        "description": description,
+        "tags": ["precision", "reproduction" if expect.get("outcome") != "pass" else
+                 "regression-test", *tags] + (["multi-rank"] if world > 1 else []),
+        "model": model,
+        "data": data,
+        "deepspeed": deepspeed,
+    }
+    if version:
+        body["deepspeed_version"] = version
+    body["world_size"] = world
+    body["golden"] = golden
+    body["expect"] = expect
+    (HERE / f"{name}.json").write_text(json.dumps(body, indent=2) + "\n")
+
+
+def batch(train, micro, **rest):
+    return {"train_batch_size": train, "train_micro_batch_size_per_gpu": micro,
+            "optimizer": ADAMW, **rest}
+
+
+PASS = {"outcome": "pass"}
+
+
+def diagnosis(name):
+    return {"outcome": "diagnosis", "diagnosis": name}
+
+
+def config_error(name):
+    return {"outcome": "config_error", "error": name}
+
+
+write("fp16-gas4-adamw",
+      "fp16 with DeepSpeed's default dynamic loss scale (2^16), GAS 4 at ZeRO stage 0 "
+      "(FP16_Optimizer): fp16 gradients accumulate across the window, are unscaled and clipped "
+      "at the boundary, and update float32 master weights. Within 2x the fp16 twin's error.",
+      PASS, deepspeed=batch(32, 8, fp16={"enabled": True}),
+      golden={"train_batch_size": 32, "steps": 4})
+write("bf16-gas4-adamw",
+      "bf16 at ZeRO stage 0, GAS 4: DeepSpeed 0.19.8 accumulates in bf16 (FP16_Optimizer in "
+      "bf16, no loss scale). Within 2x the bf16 twin's error.",
+      PASS, deepspeed=batch(32, 8, bf16={"enabled": True}),
+      golden={"train_batch_size": 32, "steps": 4})
+write("bf16-stage0-0.16-accumulates-in-fp32",
+      "The same bf16 config read by DeepSpeed 0.16.9: without ZeRO it accumulates in float32 by "
+      "default (BF16_Optimizer).",
+      PASS, deepspeed=batch(32, 8, bf16={"enabled": True}), version="0.16.9",
+      golden={"train_batch_size": 32, "steps": 4})
+write("fp16-zero2-2ranks-gas3",
+      "fp16 at ZeRO stage 2 on 2 ranks, GAS 3: fp16 gradients reduce-scattered every "
+      "micro-step, each rank updates its float32 master shard (2+2+12 bytes per parameter), "
+      "DynamicLossScaler with hysteresis.",
+      PASS, deepspeed=batch(24, 4, fp16={"enabled": True, "initial_scale_power": 12},
+                            zero_optimization={"stage": 2}),
+      world=2, golden={"train_batch_size": 24, "steps": 3})
+write("bf16-zero3-2ranks-gas2",
+      "bf16 at ZeRO stage 3 on 2 ranks, GAS 2: parameters gathered per layer in bf16, float32 "
+      "master shards.",
+      PASS, deepspeed=batch(16, 4, bf16={"enabled": True}, zero_optimization={"stage": 3}),
+      world=2, golden={"train_batch_size": 16, "steps": 3})
+write("gpt-bf16-gas4",
+      "The GPT decoder in bf16 on variable-length sequences, GAS 4, whole-batch token "
+      "normalisation: logits in bf16, the loss in float32.",
+      PASS, model=GPT, data=TOKENS, deepspeed=batch(16, 4, bf16={"enabled": True}),
+      golden={"train_batch_size": 16, "steps": 3}, tags=["tokens"])
+
+# An overflow inside an accumulation window skips the whole window.
+write("fp16-initial-scale-too-high",
+      "fp16 with initial_scale_power 32: the scaled gradients overflow, so DeepSpeed skips the "
+      "first windows (4 micro-batches each), halving the scale each time; global_steps counts "
+      "them, the weights stay, and the run trails the golden. Fixed twin: fp16-gas4-adamw.",
+      diagnosis("overflow_skipped_steps"),
+      deepspeed=batch(32, 8, fp16={"enabled": True, "initial_scale_power": 32}),
+      golden={"train_batch_size": 32, "steps": 4})
+write("fp16-static-loss-scale-never-recovers",
+      "A static fp16 loss_scale of 2^20: every window overflows and a static scale never comes "
+      "down, so no step is ever taken. Fixed twin: fp16-gas4-adamw (dynamic scaling).",
+      diagnosis("overflow_skipped_steps"),
+      deepspeed=batch(32, 8, fp16={"enabled": True, "loss_scale": 1048576}),
+      golden={"train_batch_size": 32, "steps": 4})
+write("fp16-zero1-loss-scale-at-minimum",
+      "Gradients beyond fp16's range at any scale under ZeRO stage 1: DynamicLossScaler spends "
+      "its hysteresis, halves the scale to min_loss_scale, and then raises 'Current loss scale "
+      "already at minimum' and the run ends.",
+      diagnosis("loss_scale_at_minimum"), model=REGRESSION, data=HUGE_TARGETS,
+      deepspeed=batch(8, 4, fp16={"enabled": True}, zero_optimization={"stage": 1}),
+      golden={"train_batch_size": 8, "steps": 25})
+write("bf16-accumulation-gas512",
+      "512 micro-batches of one sample accumulated in bf16 (DeepSpeed 0.19.8's default without "
+      "ZeRO): each micro-step's 1/512 share is rounded into an 8-bit running sum, and the error "
+      "grows beyond the bf16 twin's. Fixed twin: bf16-zero1-fp32-accumulation-gas512.",
+      diagnosis("low_precision_accumulation"), model=REGRESSION, data=REGRESSION_DATA,
+      deepspeed=batch(512, 1, bf16={"enabled": True}),
+      golden={"train_batch_size": 512, "steps": 2})
+write("bf16-zero1-fp32-accumulation-gas512",
+      "The fix: ZeRO stage 1 with data_types.grad_accum_dtype fp32 (BF16_Optimizer) sums the "
+      "512 micro-steps in float32.",
+      PASS, model=REGRESSION, data=REGRESSION_DATA,
+      deepspeed=batch(512, 1, bf16={"enabled": True}, zero_optimization={"stage": 1},
+                      data_types={"grad_accum_dtype": "fp32"}),
+      golden={"train_batch_size": 512, "steps": 2})
+
+write("bf16-fp32-accumulation-without-zero-0.19",
+      "bf16 with fp32 gradient accumulation at ZeRO stage 0: DeepSpeed 0.19.8 refuses the mix.",
+      config_error("unsupported_precision_mix"),
+      deepspeed=batch(32, 8, bf16={"enabled": True}, data_types={"grad_accum_dtype": "fp32"}),
+      golden={"train_batch_size": 32, "steps": 2})
+write("bf16-bf16-accumulation-without-zero-0.16",
+      "bf16 accumulation at ZeRO stage 0 under DeepSpeed 0.16.9: its BF16_Optimizer requires "
+      "fp32 accumulation.",
+      config_error("unsupported_precision_mix"), version="0.16.9",
+      deepspeed=batch(32, 8, bf16={"enabled": True}, data_types={"grad_accum_dtype": "bf16"}),
+      golden={"train_batch_size": 32, "steps": 2})
+write("fp16-negative-loss-scale",
+      "fp16.loss_scale -1: DeepSpeedFP16Config's validator refuses it.",
+      config_error("precision_invalid"),
+      deepspeed=batch(32, 8, fp16={"enabled": True, "loss_scale": -1}),
+      golden={"train_batch_size": 32, "steps": 2})
