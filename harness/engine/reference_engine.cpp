@@ -33,6 +33,14 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
       master_parameters_.push_back(owned.detach().to(at::kFloat, /*non_blocking=*/false,
                                                      /*copy=*/true));
     }
+    if (plan.mixed.optimizer_steps_at_initialization) {
+      // FP16_Optimizer's initialize_optimizer_states: one step of the wrapped optimizer with
+      // zero gradients, on the masters only (the model's weights are copied from them at the
+      // first real step).
+      std::vector<at::Tensor> zeros;
+      for (const at::Tensor& master : master_parameters_) zeros.push_back(at::zeros_like(master));
+      optimizer_.step(master_parameters_, zeros);
+    }
   }
 }
 
@@ -95,6 +103,12 @@ void ReferenceEngine::step() {
 void ReferenceEngine::optimizer_step_bypassing_engine() {
   take_optimizer_step(/*through_engine=*/false);
   ++counters_.bypass_steps;
+}
+
+void ReferenceEngine::clip_model_gradients(double max_norm) {
+  std::vector<at::Tensor> gradients;
+  for (const at::Tensor& parameter : parameters_) gradients.push_back(parameter.grad());
+  clip_to_norm(gradients, std::sqrt(sum_of_squares(gradients)), max_norm);
 }
 
 void ReferenceEngine::zero_grad() {

@@ -67,6 +67,9 @@ class ReferenceEngine {
 
   // What a user's loop can do around the engine (the faults live in the loop, not here).
   void optimizer_step_bypassing_engine();
+  // torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) on the model's .grad, as a
+  // loop calls it (the norm of what autograd accumulated: scaled under fp16).
+  void clip_model_gradients(double max_norm);
   void zero_grad();
 
   const EngineCounters& counters() const { return counters_; }

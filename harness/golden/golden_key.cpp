@@ -74,6 +74,8 @@ Plan precision_twin_plan(const Scenario& scenario, const Plan& run) {
   // Stage 0's optimizer wrapper (FP16_Optimizer): without accumulation both loss scalers act
   // alike until an overflow, and a twin that overflows is reported by the run's own skips.
   plan.mixed.scaler = LossScalerKind::fp16_optimizer;
+  // The twin is a correct run of this precision: no extra step when its optimizer is built.
+  plan.mixed.optimizer_steps_at_initialization = false;
   plan.deepspeed_version = run.deepspeed_version;
   plan.device = run.device;  // the run's device rounds as the run does
   return plan;

@@ -148,7 +148,11 @@ class TrainingLoop {
     window_loss_sum_ += summed;
     window_items_seen_ += batch.items;
     kept_.keep(loop_.keep, loss, outputs);
-    step_as_the_loop_does(engine_, loop_, /*window_ends=*/(m + 1) % gas_ == 0);
+    const bool window_ends = (m + 1) % gas_ == 0;
+    if (loop_.clip_grad_norm > 0.0 && window_ends) {
+      engine_.clip_model_gradients(loop_.clip_grad_norm);
+    }
+    step_as_the_loop_does(engine_, loop_, window_ends);
   }
 
   // Items of the window starting at micro-step `m` across every rank, divided by the ranks:

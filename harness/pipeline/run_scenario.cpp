@@ -131,6 +131,7 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
   if (loop.zero_grad != ZeroGradHabit::at_boundary) around_engine = "/loop/zero_grad";
   if (loop.stepping == SteppingHabit::optimizer_every_micro_step) around_engine = "/loop/stepping";
   if (loop.evaluation && loop.evaluation->backward) around_engine = "/loop/evaluation/backward";
+  if (loop.clip_grad_norm > 0.0) around_engine = "/loop/clip_grad_norm";
   if (plan.zero_stage > 0 && around_engine != nullptr) {
     return scenario.file + ":" + around_engine +
            ": this loop habit works on gradients or the optimizer around the engine, which the "

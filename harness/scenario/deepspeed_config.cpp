@@ -225,7 +225,6 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
   }
   ObjectReader params = block.required_object("params");
   const bool cosine = schedule.kind == LrScheduleKind::warmup_cosine_lr;
-  const bool old_release = release.version == "0.16.9";
   // Python refuses a keyword the class does not take.
   const std::set<std::string> accepted =
       cosine ? std::set<std::string>{"total_num_steps", "warmup_min_ratio", "warmup_num_steps",
@@ -246,7 +245,7 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
            ".__init__() missing 1 required positional argument: 'total_num_steps'");
     return;
   }
-  if (params.has("warmup_num_steps") && !old_release) {  // checked since 0.19.3
+  if (params.has("warmup_num_steps") && release.warmup_num_steps_validated) {
     const nlohmann::json& steps = params.required_value("warmup_num_steps");
     if (!steps.is_number_integer() || steps.get<int64_t>() <= 0) {
       refuse("ValueError: warmup_num_steps must be a positive integer, got " + steps.dump());
@@ -276,11 +275,12 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
   if (cosine) {
     schedule.warmup_min_ratio = params.optional_number("warmup_min_ratio", 0.0, 0.0);
     schedule.cos_min_ratio = params.optional_number("cos_min_ratio", 0.0001, 0.0);
-    schedule.cosine_progress_clamped = !old_release;
+    schedule.cosine_progress_clamped = release.cosine_progress_clamped;
   } else {
     schedule.warmup_min_lr = params.optional_number("warmup_min_lr", 0.0, 0.0);
-    // WarmupDecayLR keeps 0.001; WarmupLR takes the optimizer's lr since 0.19.3.
-    const bool optimizer_lr_default = schedule.kind == LrScheduleKind::warmup_lr && !old_release;
+    // WarmupDecayLR keeps 0.001; WarmupLR takes the optimizer's lr where the release says.
+    const bool optimizer_lr_default = schedule.kind == LrScheduleKind::warmup_lr &&
+                                      release.warmup_lr_max_defaults_to_optimizer_lr;
     if (params.has("warmup_max_lr") || !optimizer_lr_default) {
       schedule.warmup_max_lr = params.optional_number("warmup_max_lr", 0.001, 0.0);
     }

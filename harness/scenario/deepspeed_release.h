@@ -41,6 +41,12 @@ struct DeepSpeedRelease {
   // accumulation; 0.19.8 accumulates in bf16 by default (FP16_Optimizer in bf16) and refuses
   // fp32 accumulation.
   bool bf16_without_zero_accumulates_in_fp32 = false;
+  // runtime/lr_schedules.py, changed in 0.19.3: warmup_num_steps must be a positive integer
+  // (ValueError), WarmupLR's warmup_max_lr defaults to the optimizer's lr (before: 0.001), and
+  // WarmupCosineLR's progress is clamped (a span of at least one step, never past the end).
+  bool warmup_num_steps_validated = false;
+  bool warmup_lr_max_defaults_to_optimizer_lr = false;
+  bool cosine_progress_clamped = false;
   // runtime/config.py _reject_removed_config_keys (0.19.7 partly, 0.19.8 fully).
   std::vector<RemovedKey> removed_keys;
   // runtime/engine.py DEEPSPEED_OPTIMIZERS via runtime/config.py: the names DeepSpeed matches

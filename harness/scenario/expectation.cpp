@@ -28,6 +28,8 @@ const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
       {DiagnosisKind::overflow_skipped_steps, "overflow_skipped_steps"},
       {DiagnosisKind::loss_scale_at_minimum, "loss_scale_at_minimum"},
       {DiagnosisKind::low_precision_accumulation, "low_precision_accumulation"},
+      {DiagnosisKind::clipped_before_unscaling, "clipped_before_unscaling"},
+      {DiagnosisKind::optimizer_stepped_at_initialization, "optimizer_stepped_at_initialization"},
       {DiagnosisKind::tensor_memory_leak, "tensor_memory_leak"},
       {DiagnosisKind::host_memory_leak, "host_memory_leak"},
       {DiagnosisKind::memory_over_budget, "memory_over_budget"},

@@ -29,6 +29,8 @@ enum class DiagnosisKind {
   loss_scale_at_minimum,       // DynamicLossScaler raised: the run ended at the minimum scale
   low_precision_accumulation,  // correct semantics, but fp16/bf16 accumulation drifts beyond
                                // the precision twin's noise
+  clipped_before_unscaling,    // the loop clipped fp16 gradients still multiplied by the scale
+  optimizer_stepped_at_initialization,  // FP16_Optimizer's zero-gradient step when it is built
   // Memory, judged from the probes:
   tensor_memory_leak,  // live tensor bytes grow every step
   host_memory_leak,    // the host heap grows every step while tensors stay flat

@@ -42,6 +42,9 @@ struct Rule {
   Json value;
   std::string source;
   bool must_match;
+  // Filled from the model's size or the run's length, which the error for a config without an
+  // "hf_trainer" section cannot know: it names the source without a value.
+  bool depends_on_run = false;
 };
 
 std::vector<Rule> trainer_rules(const HfTrainerArgs& args, int64_t world_size) {
@@ -77,14 +80,14 @@ std::vector<Rule> trainer_rules(const HfTrainerArgs& args, int64_t world_size) {
       {{"bf16", "enabled"}, args.bf16, "bf16", true},
       // trainer_config_finalize, at train(): the model's size and the run's length.
       {{"zero_optimization", "reduce_bucket_size"}, static_cast<int64_t>(h * h),
-       "hidden_size²", false},
+       "hidden_size²", false, true},
       {{"zero_optimization", "stage3_prefetch_bucket_size"}, static_cast<int64_t>(0.9 * h * h),
-       "0.9 × hidden_size²" + stage3_only, false},
+       "0.9 × hidden_size²" + stage3_only, false, true},
       {{"zero_optimization", "stage3_param_persistence_threshold"},
-       static_cast<int64_t>(10.0 * h), "10 × hidden_size" + stage3_only, false},
-      {{"scheduler", "params", "total_num_steps"}, n, "max_steps", true},
+       static_cast<int64_t>(10.0 * h), "10 × hidden_size" + stage3_only, false, true},
+      {{"scheduler", "params", "total_num_steps"}, n, "max_steps", true, true},
       {{"scheduler", "params", "warmup_num_steps"}, warmup,
-       "warmup_steps (at least 1; below 1 a fraction of max_steps)", true},
+       "warmup_steps (at least 1; below 1 a fraction of max_steps)", true, true},
       // accelerate's own table for what the Trainer leaves.
       {{"zero_optimization", "stage3_gather_16bit_weights_on_model_save"}, false,
        "accelerate: false", false},
@@ -104,7 +107,7 @@ void apply_rule(const Rule& rule, HfFilledConfig& result) {
   const std::string pointer = pointer_of(rule.path);
   if (is_auto(leaf)) {
     leaf = rule.value;
-    result.filled.push_back({pointer, rule.value, rule.source});
+    result.filled.push_back({pointer, rule.value, rule.source, rule.depends_on_run});
   } else if (rule.must_match && !leaf.is_null() && !python_equal(leaf, rule.value)) {
     result.mismatches.push_back(pointer + " = " + leaf.dump() + ", but " + rule.source + " = " +
                                 rule.value.dump());
@@ -217,10 +220,7 @@ std::string describe_auto_values(const nlohmann::json& config, int64_t world_siz
                         (world_size == 1 ? " rank" : " ranks") + ") the Trainer would write: ";
   std::vector<std::string> items;
   for (const HfFilledValue& value : filled.filled) {
-    const bool depends_on_run =
-        value.source.find("hidden_size") != std::string::npos || value.source == "max_steps" ||
-        value.source.rfind("warmup_steps", 0) == 0;
-    items.push_back(value.pointer + (depends_on_run ? "" : " = " + value.value.dump()) +
+    items.push_back(value.pointer + (value.depends_on_run ? "" : " = " + value.value.dump()) +
                     " from " + value.source);
   }
   for (const std::string& pointer : filled.unknown_autos) {

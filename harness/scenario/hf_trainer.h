@@ -52,6 +52,7 @@ struct HfFilledValue {
   std::string pointer;  // in the ds_config, e.g. "/train_batch_size"
   nlohmann::json value;
   std::string source;  // "world_size × per_device_train_batch_size × gradient_accumulation_steps"
+  bool depends_on_run = false;  // from the model's size or the run's length
 };
 
 struct HfFilledConfig {

@@ -49,6 +49,7 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
   spec.token_normalisation = loop.optional_enum("token_normalisation", spec.token_normalisation,
                                                 token_normalisation_spellings());
   spec.keep = loop.optional_enum("keep", spec.keep, keep_spellings());
+  spec.clip_grad_norm = loop.optional_number("clip_grad_norm", 0.0, 0.0);
   loop.note_known("evaluation");
   if (loop.has("evaluation")) {
     ObjectReader evaluation = loop.required_object("evaluation");

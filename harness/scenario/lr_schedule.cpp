@@ -26,11 +26,12 @@ double scheduled_lr(const LrSchedule& schedule, int64_t iteration, double optimi
               warmup_fraction(schedule, iteration, warmup) * (1.0 - schedule.warmup_min_ratio);
     } else {
       const double done = static_cast<double>(iteration - warmup + 1);
-      const double span = static_cast<double>(schedule.cosine_progress_clamped
-                                                  ? std::max<int64_t>(1, schedule.total_num_steps - warmup)
-                                                  : schedule.total_num_steps - warmup);
-      const double progress =
-          schedule.cosine_progress_clamped ? std::min(1.0, done / span) : done / span;
+      double span = static_cast<double>(schedule.total_num_steps - warmup);
+      double progress = done / span;
+      if (schedule.cosine_progress_clamped) {  // at least one step, never past the end
+        span = std::max(1.0, span);
+        progress = std::min(1.0, done / span);
+      }
       const double cosine = (1.0 + std::cos(M_PI * progress)) / 2.0;
       ratio = std::max(0.0, schedule.cos_min_ratio + (1.0 - schedule.cos_min_ratio) * cosine);
     }

@@ -41,6 +41,12 @@ struct MixedPrecisionPlan {
   bool accumulate_in_fp32 = false;
   // Non-finite gradients skip the step (always for fp16; bf16 "check_grad_overflow").
   bool check_overflow = true;
+  // ZeRO stage 0's FP16_Optimizer (fp16, and bf16 accumulated in bf16) steps the wrapped
+  // optimizer once with zero gradients when it is built (initialize_optimizer_states): Adam's
+  // step count starts at 1, so the first real update uses the bias correction of step 2, and
+  // weight decay shrinks the master weights once. BF16_Optimizer and ZeRO 1-3 do not
+  // (DeepSpeed PR #5104, "Remove optimizer step on initialization", is not merged in 0.19.8).
+  bool optimizer_steps_at_initialization = false;
 };
 
 // PyTorch's rule for judging low precision against a float64 reference (torch._dynamo.utils

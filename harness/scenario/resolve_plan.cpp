@@ -74,6 +74,9 @@ std::optional<ConfigError> choose_precision_wrapper(const DeepSpeedConfig& confi
   }
   mixed.scaler = LossScalerKind::fp16_optimizer;
   mixed.check_overflow = true;
+  // FP16_Optimizer (runtime/fp16/fused_optimizer.py and unfused_optimizer.py
+  // initialize_optimizer_states); BF16_Optimizer, below, does not step at initialization.
+  mixed.optimizer_steps_at_initialization = model != Precision::fp32 && model == accumulation;
   if (model == accumulation) {
     if (model == Precision::bf16 && old_release) {
       return ConfigError{ConfigErrorKind::unsupported_precision_mix,

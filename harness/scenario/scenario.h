@@ -75,6 +75,10 @@ struct LoopSpec {
   ForwardHabit forward = ForwardHabit::engine;
   SteppingHabit stepping = SteppingHabit::every_micro_step;
   TokenNormalisation token_normalisation = TokenNormalisation::whole_batch;
+  // > 0: the loop calls torch.nn.utils.clip_grad_norm_(model.parameters(), this) itself before
+  // engine.step() at each boundary, on the gradients as autograd left them (under fp16: still
+  // multiplied by the loss scale).
+  double clip_grad_norm = 0.0;
   int64_t steps = 0;  // optimizer steps to run; the loader sets it to golden.steps when absent
 };
 

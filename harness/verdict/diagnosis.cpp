@@ -162,6 +162,17 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
              "), while engine.backward still divides by gradient_accumulation_steps=" + gas +
              ". Fix: remove \"managed_gradient_accumulation\": false, or call engine.step() "
              "only at the boundaries you manage yourself";
+    case DiagnosisKind::clipped_before_unscaling: {
+      const std::string max_norm = format("%g", scenario.loop.clip_grad_norm);
+      return "the loop called torch.nn.utils.clip_grad_norm_(model.parameters(), " + max_norm +
+             ") before engine.step(): the gradients it saw were still multiplied by the fp16 "
+             "loss scale, so it cut them to norm " + max_norm +
+             " and DeepSpeed's unscaling then divided them by the scale again: step " +
+             std::to_string(step) +
+             " used a gradient a loss scale smaller than intended. Fix: remove the manual clip "
+             "and set \"gradient_clipping\": " + max_norm +
+             " in the DeepSpeed config, which clips after unscaling";
+    }
     case DiagnosisKind::backward_in_evaluation:
       return "step " + std::to_string(step) +
              "'s gradients are its own plus the evaluation "
@@ -172,6 +183,7 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
     case DiagnosisKind::overflow_skipped_steps:
     case DiagnosisKind::loss_scale_at_minimum:
     case DiagnosisKind::low_precision_accumulation:
+    case DiagnosisKind::optimizer_stepped_at_initialization:
     case DiagnosisKind::tensor_memory_leak:
     case DiagnosisKind::host_memory_leak:
     case DiagnosisKind::memory_over_budget:
@@ -298,6 +310,15 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
                                             /*reduced=*/true, 0, 1),
                             /*from_config=*/true});
     }
+  }
+  // The loop's own clip_grad_norm_ before engine.step(): it saw the window's gradient times the
+  // loss scale and cut that to max_norm; the precision wrapper then divided by the scale again.
+  if (scenario.loop.clip_grad_norm > 0.0) {
+    const double scaled_norm = norm_of(correct) * trace.steps[step].loss_scale;
+    const double coefficient =
+        std::min(1.0, scenario.loop.clip_grad_norm / (scaled_norm + 1e-6));
+    hypotheses.push_back({DiagnosisKind::clipped_before_unscaling, scaled(correct, coefficient),
+                          /*from_config=*/true});
   }
   // Each rank's micro-batch averaged over its own tokens: wrong whenever more than one
   // micro-batch (across steps or across ranks) makes up the batch and lengths vary.

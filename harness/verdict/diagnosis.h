@@ -26,8 +26,9 @@ struct Diagnosis {
   std::vector<HypothesisResult> tested;
 };
 
-// `noise` (mixed precision): the relative error a correct run of this precision has at this
-// step (the precision twin's); a hypothesis within factor x noise matches too.
+// `noise` (mixed precision): the relative error a run of this precision that follows the
+// hypothesis can have at this step (the precision twin's, plus the accumulation's roundings);
+// a hypothesis within factor x noise matches too.
 Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan, const Trace& trace,
                                      const Golden& golden, int64_t step, double noise = 0.0);
 

@@ -25,7 +25,7 @@ ADAMW = {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}
 
 
 def write(name, description, expect, *, deepspeed, golden, model=MLP, data=MLP_DATA, world=1,
-          version=None, tags=()):
+          version=None, loop=None, tags=()):
     body = {
         "name": name,
         "description": description,
@@ -38,6 +38,8 @@ def write(name, description, expect, *, deepspeed, golden, model=MLP, data=MLP_D
     if version:
         body["deepspeed_version"] = version
     body["world_size"] = world
+    if loop:
+        body["loop"] = loop
     body["golden"] = golden
     body["expect"] = expect
     (HERE / f"{name}.json").write_text(json.dumps(body, indent=2) + "\n")
@@ -59,11 +61,29 @@ def config_error(name):
     return {"outcome": "config_error", "error": name}
 
 
-write("fp16-gas4-adamw",
-      "fp16 with DeepSpeed's default dynamic loss scale (2^16), GAS 4 at ZeRO stage 0 "
-      "(FP16_Optimizer): fp16 gradients accumulate across the window, are unscaled and clipped "
-      "at the boundary, and update float32 master weights. Within 2x the fp16 twin's error.",
-      PASS, deepspeed=batch(32, 8, fp16={"enabled": True}),
+write("fp16-stage0-optimizer-steps-at-initialization",
+      "fp16 at ZeRO stage 0, GAS 4, AdamW: DeepSpeed's FP16_Optimizer steps AdamW once with zero "
+      "gradients when it is built, so Adam's step count starts at 1 (the first update is 0.74x "
+      "its intended size) and weight decay shrinks the masters once. Checked against the real "
+      "DeepSpeed 0.19.8 on CPU (bf16, the same wrapper): parameters agree to 3 digits. Fixed "
+      "twin: fp16-zero1-gas4-adamw.",
+      diagnosis("optimizer_stepped_at_initialization"),
+      deepspeed=batch(32, 8, fp16={"enabled": True}),
+      golden={"train_batch_size": 32, "steps": 4})
+write("fp16-zero1-gas4-adamw",
+      "fp16 with DeepSpeed's default dynamic loss scale (2^16), GAS 4 at ZeRO stage 1: fp16 "
+      "gradients accumulate across the window, are unscaled and clipped at the boundary, and "
+      "update float32 master weights; ZeRO's optimizer does not step at initialization. Within "
+      "2x the fp16 twin's error.",
+      PASS, deepspeed=batch(32, 8, fp16={"enabled": True}, zero_optimization={"stage": 1}),
+      golden={"train_batch_size": 32, "steps": 4})
+write("fp16-loop-clips-before-unscaling",
+      "The loop calls torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0) itself before "
+      "engine.step(): under fp16 it clips gradients still multiplied by the loss scale (2^16), "
+      "so after unscaling the update is 65536x too small. Fixed twin: fp16-zero1-gas4-adamw "
+      "(DeepSpeed's gradient_clipping, applied after unscaling).",
+      diagnosis("clipped_before_unscaling"),
+      deepspeed=batch(32, 8, fp16={"enabled": True}), loop={"clip_grad_norm": 1.0},
       golden={"train_batch_size": 32, "steps": 4})
 write("bf16-gas4-adamw",
       "bf16 at ZeRO stage 0, GAS 4: DeepSpeed 0.19.8 accumulates in bf16 (FP16_Optimizer in "
@@ -87,23 +107,32 @@ write("bf16-zero3-2ranks-gas2",
       "master shards.",
       PASS, deepspeed=batch(16, 4, bf16={"enabled": True}, zero_optimization={"stage": 3}),
       world=2, golden={"train_batch_size": 16, "steps": 3})
-write("gpt-bf16-gas4",
-      "The GPT decoder in bf16 on variable-length sequences, GAS 4, whole-batch token "
-      "normalisation: logits in bf16, the loss in float32.",
-      PASS, model=GPT, data=TOKENS, deepspeed=batch(16, 4, bf16={"enabled": True}),
+write("gpt-bf16-stage0-optimizer-steps-at-initialization",
+      "The GPT decoder in bf16 at ZeRO stage 0 (FP16_Optimizer in bf16), GAS 4: the zero-gradient "
+      "AdamW step at initialization shifts every update; from step 1 the gradients leave the "
+      "bf16 twin's noise (the real DeepSpeed 0.19.8 shows 2.6x and 4.0x the twin's error at "
+      "steps 1 and 2). Fixed twin: gpt-bf16-zero1-gas4.",
+      diagnosis("optimizer_stepped_at_initialization"), model=GPT, data=TOKENS,
+      deepspeed=batch(16, 4, bf16={"enabled": True}),
+      golden={"train_batch_size": 16, "steps": 3}, tags=["tokens"])
+write("gpt-bf16-zero1-gas4",
+      "The GPT decoder in bf16 on variable-length sequences at ZeRO stage 1, GAS 4, whole-batch "
+      "token normalisation: logits in bf16, the loss in float32.",
+      PASS, model=GPT, data=TOKENS,
+      deepspeed=batch(16, 4, bf16={"enabled": True}, zero_optimization={"stage": 1}),
       golden={"train_batch_size": 16, "steps": 3}, tags=["tokens"])
 
 # An overflow inside an accumulation window skips the whole window.
 write("fp16-initial-scale-too-high",
       "fp16 with initial_scale_power 32: the scaled gradients overflow, so DeepSpeed skips the "
       "first windows (4 micro-batches each), halving the scale each time; global_steps counts "
-      "them, the weights stay, and the run trails the golden. Fixed twin: fp16-gas4-adamw.",
+      "them, the weights stay, and the run trails the golden. Fixed twin: fp16-zero1-gas4-adamw.",
       diagnosis("overflow_skipped_steps"),
       deepspeed=batch(32, 8, fp16={"enabled": True, "initial_scale_power": 32}),
       golden={"train_batch_size": 32, "steps": 4})
 write("fp16-static-loss-scale-never-recovers",
       "A static fp16 loss_scale of 2^20: every window overflows and a static scale never comes "
-      "down, so no step is ever taken. Fixed twin: fp16-gas4-adamw (dynamic scaling).",
+      "down, so no step is ever taken. Fixed twin: fp16-zero1-gas4-adamw (dynamic scaling).",
       diagnosis("overflow_skipped_steps"),
       deepspeed=batch(32, 8, fp16={"enabled": True, "loss_scale": 1048576}),
       golden={"train_batch_size": 32, "steps": 4})

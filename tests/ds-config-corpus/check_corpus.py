@@ -11,7 +11,9 @@ trailing commas, as DeepSpeed's hjson reads them) goes through `config resolve` 
 
 Prints one line per config and the tally: trains; refused-by-deepspeed (DeepSpeed's own rule,
 or the Trainer's or accelerate's); loses-accumulation (trains, but not with the batch the
-Trainer's arguments intend: a reproduced bug); not-implemented (by the reference engine);
+Trainer's arguments intend: a reproduced bug); trains-shifted-by-deepspeed (trains, but at ZeRO
+stage 0 in fp16/bf16 DeepSpeed's FP16_Optimizer steps the optimizer once at initialization, so
+every update differs from the golden's); not-implemented (by the reference engine);
 not-json (hjson that trainrepro's reader does not read); resolves (a non-strict file, read by
 `config resolve`). Exits 1 when any config ends otherwise
 than expected.json says (the status and a phrase of the reason), so a change in what the
@@ -151,6 +153,12 @@ def check_strict(trainrepro, name, config, workdir):
     if result["outcome"] == "passed":
         return "trains", "passed against its golden"
     text = result.get("found") or ""
+    # Findings are read from the judgement's structure; refusals (below) still from their text.
+    diagnosis = ((result.get("training") or {}).get("diagnosis") or {}).get("name")
+    if diagnosis in ("no_accumulation", "effective_batch_differs"):
+        return "loses-accumulation", reason_of(text)
+    if diagnosis == "optimizer_stepped_at_initialization":
+        return "trains-shifted-by-deepspeed", reason_of(text)
     status = classify(text)
     return (status if status != "error" else result["outcome"]), reason_of(text)
 
