@@ -136,8 +136,12 @@ std::string ObjectReader::optional_string(const std::string& key,
 
 int64_t ObjectReader::required_int(const std::string& key, int64_t minimum) {
   const nlohmann::json& value = value_of(key);
-  const std::string expected =
-      minimum == 1 ? "a positive integer" : "an integer >= " + std::to_string(minimum);
+  // Without a lower bound (a value whose range the caller checks with its own message) the
+  // bound is not worth printing.
+  const std::string expected = minimum == 1 ? "a positive integer"
+                               : minimum == std::numeric_limits<int64_t>::min()
+                                   ? "an integer"
+                                   : "an integer >= " + std::to_string(minimum);
   if (!is_integer(value)) fail_expected(key, expected, value);
   if (value.is_number_unsigned() &&
       value.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
