@@ -1,5 +1,6 @@
 #include "harness/engine/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <ATen/ATen.h>
@@ -28,6 +29,8 @@ void Optimizer::step(const std::vector<at::Tensor>& parameters,
     if (!gradient.defined()) continue;
     if (config_.kind == OptimizerKind::sgd) {
       sgd_update(parameter, gradient, i);
+    } else if (config_.kind == OptimizerKind::lamb) {
+      lamb_update(parameter, gradient, i);
     } else {
       adam_update(parameter, gradient, i);
     }
@@ -74,6 +77,37 @@ void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, s
     parameter.mul_(1.0 - config_.lr * config_.weight_decay);
   }
   parameter.addcdiv_(exp_avg, denominator, -config_.lr / bias_correction1);
+}
+
+// FusedLamb's kernel (csrc/lamb/fused_lamb_cuda_kernel.cu), per tensor: the same moments as
+// Adam, weight decay inside the update, the whole tensor's trust ratio on top. Under ZeRO 1-2
+// the tensor is the rank's flat partition, as DeepSpeed hands it to FusedLamb.
+void Optimizer::lamb_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index) {
+  at::Tensor& exp_avg = first_moment_[index];
+  at::Tensor& exp_avg_sq = second_moment_[index];
+  if (!exp_avg.defined()) {
+    exp_avg = at::zeros_like(parameter);
+    exp_avg_sq = at::zeros_like(parameter);
+  }
+  exp_avg.mul_(config_.beta1).add_(gradient, 1.0 - config_.beta1);
+  exp_avg_sq.mul_(config_.beta2).addcmul_(gradient, gradient, 1.0 - config_.beta2);
+  const at::Tensor denominator = config_.eps_inside_sqrt ? exp_avg_sq.add(config_.eps).sqrt_()
+                                                         : exp_avg_sq.sqrt().add_(config_.eps);
+  at::Tensor update = exp_avg.div(denominator);
+  if (config_.weight_decay != 0.0) update.add_(parameter, config_.weight_decay);
+  // The norms are read once per tensor, as the kernel's reduction does.
+  const double weight_norm = parameter.norm().item<double>();
+  const double update_norm = update.norm().item<double>();
+  double trust_ratio = 1.0;
+  if (weight_norm != 0.0 && update_norm != 0.0) {
+    trust_ratio = std::clamp(weight_norm / update_norm, config_.min_coeff, config_.max_coeff);
+  }
+  double step_size = config_.lr;
+  if (config_.bias_correction) {
+    const double t = static_cast<double>(steps_taken_);
+    step_size *= std::sqrt(1.0 - std::pow(config_.beta2, t)) / (1.0 - std::pow(config_.beta1, t));
+  }
+  parameter.add_(update, -step_size * trust_ratio);
 }
 
 int64_t Optimizer::state_bytes() const {

@@ -1,6 +1,6 @@
 // The optimizers of DeepSpeed's config, on plain tensors: SGD as torch.optim.SGD, Adam and
 // AdamW as DeepSpeed's fused Adam (bias correction on; decoupled weight decay for AdamW, and for
-// Adam unless adam_w_mode is false). Written out rather than borrowed from torch::optim so that
+// Adam unless adam_w_mode is false), Lamb as DeepSpeed's FusedLamb (CUDA-only in DeepSpeed). Written out rather than borrowed from torch::optim so that
 // each update is visible here and state can later be partitioned across ranks (ZeRO).
 #pragma once
 #include <cstdint>
@@ -28,12 +28,18 @@ class Optimizer {
   // schedulers write the param groups' "lr").
   void set_lr(double lr) { config_.lr = lr; }
   double lr() const { return config_.lr; }
+  // Adam's betas from the next step on (OneCycle cycles beta1 as its momentum).
+  void set_betas(double beta1, double beta2) {
+    config_.beta1 = beta1;
+    config_.beta2 = beta2;
+  }
   // Bytes of optimizer state held (momentum and variance buffers), for memory accounting.
   int64_t state_bytes() const;
 
  private:
   void sgd_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
   void adam_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
+  void lamb_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
 
   OptimizerConfig config_;
   int64_t steps_taken_ = 0;

@@ -152,14 +152,18 @@ void ReferenceEngine::take_mixed_precision_step(bool through_engine, OptimizerSt
   const std::vector<at::Tensor> owned = strategy_->owned_gradients();
   std::vector<at::Tensor> gradients;  // float32, still scaled
   gradients.reserve(owned.size());
-  double non_finite = 0.0;
+  // The non-finite count stays a tensor until every gradient is counted: one read (one device
+  // sync on CUDA) per boundary, not one per tensor.
+  at::Tensor non_finite_count;
   for (const at::Tensor& gradient : owned) {
     gradients.push_back(gradient.defined() ? gradient.to(at::kFloat) : gradient);
     if (plan_.mixed.check_overflow && gradient.defined()) {
-      non_finite += static_cast<double>(
-          gradients.back().isfinite().logical_not().sum().item<int64_t>());
+      const at::Tensor count = gradients.back().isfinite().logical_not().sum();
+      non_finite_count = non_finite_count.defined() ? non_finite_count.add(count) : count;
     }
   }
+  double non_finite =
+      non_finite_count.defined() ? static_cast<double>(non_finite_count.item<int64_t>()) : 0.0;
   const bool partitioned = strategy_->gradients_partitioned();
   const at::Device device = parameters_.front().device();
   if (plan_.mixed.check_overflow && partitioned) {
@@ -176,6 +180,7 @@ void ReferenceEngine::take_mixed_precision_step(bool through_engine, OptimizerSt
       plan_.mixed.check_overflow && (non_finite > 0.0 || !std::isfinite(scaled_norm));
   // DeepSpeed updates the scale before it unscales: on a step where the scale grows, the
   // gradients are divided by the new scale (fused_optimizer.py step, stage_1_and_2.py step).
+  const double scale_of_these_gradients = loss_scaler_.scale();
   event.log = loss_scaler_.update(overflow);
   event.skipped = overflow;
   if (overflow) {
@@ -183,7 +188,9 @@ void ReferenceEngine::take_mixed_precision_step(bool through_engine, OptimizerSt
     ++counters_.skipped_steps;
     return;
   }
-  const double scale = loss_scaler_.scale();
+  const double scale = plan_.mixed.unscales_with_updated_scale ? loss_scaler_.scale()
+                                                                : scale_of_these_gradients;
+  event.unscaled_by = scale;
   double combined = scale;
   event.gradient_norm = scaled_norm / scale;
   if (plan_.gradient_clipping > 0.0) {
@@ -193,9 +200,7 @@ void ReferenceEngine::take_mixed_precision_step(bool through_engine, OptimizerSt
   for (at::Tensor& gradient : gradients) {
     if (gradient.defined()) gradient.div_(combined);
   }
-  if (plan_.lr_schedule) {
-    optimizer_.set_lr(scheduled_lr(*plan_.lr_schedule, scheduler_iteration_, plan_.optimizer.lr));
-  }
+  apply_lr_schedule(event);
   optimizer_.step(master_parameters_, gradients);
   const std::vector<at::Tensor> parameters = strategy_->owned_parameters();
   for (size_t i = 0; i < parameters.size(); ++i) {
@@ -219,6 +224,8 @@ void ReferenceEngine::take_optimizer_step(bool through_engine) {
     }
   }
   event.loss_scale = loss_scaler_.scale();
+  event.lr = optimizer_.lr();  // a skipped step keeps the rate last written
+  event.scheduler_iteration = scheduler_iteration_;
   if (mixed_precision_) {
     // The fp16/bf16 wrappers clip inside their step(), so a step around the engine clips too.
     take_mixed_precision_step(through_engine, event);
@@ -246,11 +253,24 @@ void ReferenceEngine::take_full_precision_step(bool through_engine, OptimizerSte
   }
   // The rate the scheduler last wrote: a step around the engine uses it too, but only the
   // engine's own steps advance the scheduler (engine.py _take_model_step).
-  if (plan_.lr_schedule) {
-    optimizer_.set_lr(scheduled_lr(*plan_.lr_schedule, scheduler_iteration_, plan_.optimizer.lr));
-  }
+  apply_lr_schedule(event);
   optimizer_.step(strategy_->owned_parameters(), strategy_->owned_gradients());
   if (plan_.lr_schedule && through_engine) ++scheduler_iteration_;
+}
+
+void ReferenceEngine::apply_lr_schedule(OptimizerStepEvent& event) {
+  if (plan_.lr_schedule) {
+    optimizer_.set_lr(scheduled_lr(*plan_.lr_schedule, scheduler_iteration_, plan_.optimizer.lr));
+    if (auto betas = scheduled_betas(*plan_.lr_schedule, scheduler_iteration_)) {
+      optimizer_.set_betas(betas->beta1, betas->beta2);
+    }
+  }
+  event.lr = optimizer_.lr();
+  event.scheduler_iteration = scheduler_iteration_;
+}
+
+void ReferenceEngine::step_lr_scheduler_from_loop() {
+  if (plan_.lr_schedule) ++scheduler_iteration_;
 }
 
 }  // namespace trainrepro

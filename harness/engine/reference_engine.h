@@ -49,6 +49,13 @@ struct OptimizerStepEvent {
   bool skipped = false;
   double loss_scale = 1.0;
   std::string log;
+  // The scale the gradients were divided by before the update (0 when skipped or fp32): the
+  // loss scale, or on a step where the scale grew, DeepSpeed's new one.
+  double unscaled_by = 0.0;
+  // The learning rate the update used, and the scheduler's last_batch_iteration then (-1: as
+  // built; no scheduler: -1 and the optimizer's lr).
+  double lr = 0.0;
+  int64_t scheduler_iteration = -1;
 };
 
 class ReferenceEngine {
@@ -71,6 +78,9 @@ class ReferenceEngine {
   // loop calls it (the norm of what autograd accumulated: scaled under fp16).
   void clip_model_gradients(double max_norm);
   void zero_grad();
+  // The loop's own lr_scheduler.step() on the scheduler DeepSpeed built from the config (the
+  // engine steps it too, at every boundary it steps the optimizer).
+  void step_lr_scheduler_from_loop();
 
   const EngineCounters& counters() const { return counters_; }
   const std::vector<std::string>& parameter_names() const { return parameter_names_; }
@@ -109,6 +119,9 @@ class ReferenceEngine {
   // buffer; at the boundary the sum goes back into .grad for the reduction.
   void accumulate_in_fp32(bool boundary);
   double gradient_norm();
+  // Writes the scheduler's rate (and OneCycle's betas) for its current iteration into the
+  // optimizer, as DeepSpeed's schedulers write the param groups; records them in the event.
+  void apply_lr_schedule(OptimizerStepEvent& event);
   // Runs `gather` without counting its traffic as the engine's.
   template <typename Gather>
   auto outside_engine_traffic(Gather&& gather);

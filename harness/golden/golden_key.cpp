@@ -21,6 +21,12 @@ nlohmann::json golden_key(const Scenario& scenario) {
     optimizer_json["eps"] = optimizer.eps;
     optimizer_json["decoupled_weight_decay"] = optimizer.decoupled_weight_decay;
   }
+  if (optimizer.kind == OptimizerKind::lamb) {
+    optimizer_json["bias_correction"] = optimizer.bias_correction;
+    optimizer_json["max_coeff"] = optimizer.max_coeff;
+    optimizer_json["min_coeff"] = optimizer.min_coeff;
+    optimizer_json["eps_inside_sqrt"] = optimizer.eps_inside_sqrt;
+  }
   nlohmann::json key = {
       {"format_version", kGoldenFormatVersion},
       {"model",
@@ -76,6 +82,8 @@ Plan precision_twin_plan(const Scenario& scenario, const Plan& run) {
   plan.mixed.scaler = LossScalerKind::fp16_optimizer;
   // The twin is a correct run of this precision: no extra step when its optimizer is built.
   plan.mixed.optimizer_steps_at_initialization = false;
+  // ... and divides every step's gradients by the scale they were computed with.
+  plan.mixed.unscales_with_updated_scale = false;
   plan.deepspeed_version = run.deepspeed_version;
   plan.device = run.device;  // the run's device rounds as the run does
   return plan;

@@ -40,6 +40,9 @@ struct TensorComparison {
   // against the golden. twin_rms_error < 0 when judged by tolerance.
   double rms_error = 0.0;
   double twin_rms_error = -1.0;
+  // Shown for information only: another comparison decides (a low-precision model is judged
+  // whole; its tensors' own figures follow it). Never counted by the verdict.
+  bool informational = false;
 };
 
 // `allowance`, when defined, is added elementwise to the allowed error (same shape as expected).

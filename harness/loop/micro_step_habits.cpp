@@ -41,6 +41,9 @@ void step_as_the_loop_does(ReferenceEngine& engine, const LoopSpec& loop, bool w
       engine.zero_grad();
       break;
   }
+  if (loop.lr_scheduler_step == LrSchedulerStepping::every_micro_step) {
+    engine.step_lr_scheduler_from_loop();
+  }
 }
 
 }  // namespace trainrepro

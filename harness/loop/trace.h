@@ -33,6 +33,10 @@ struct OptimizerStepRecord {
   bool skipped = false;
   double loss_scale = 1.0;
   std::string log;
+  double unscaled_by = 0.0;  // the scale the update divided the gradients by (0: none)
+  // The learning rate the update used and the LR scheduler's last_batch_iteration then.
+  double lr = 0.0;
+  int64_t scheduler_iteration = -1;
   // Bytes of the harness's own copies (initial parameters, recorded gradients and parameters)
   // alive on the run's device after this step: not the user's, not the engine's.
   int64_t harness_tensor_bytes = 0;

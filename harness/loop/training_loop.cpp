@@ -197,6 +197,9 @@ class TrainingLoop {
     record.skipped = event.skipped;
     record.loss_scale = event.loss_scale;
     record.log = event.log;
+    record.lr = event.lr;
+    record.unscaled_by = event.unscaled_by;
+    record.scheduler_iteration = event.scheduler_iteration;
     record.micro_step = backwards_done_;
     record.loss = window_items_seen_ > 0 ? window_loss_sum_ / window_items_seen_ : 0.0;
     record.gradient_norm = event.gradient_norm;

@@ -82,7 +82,8 @@ nlohmann::json comparison_to_json(const TensorComparison& c) {
           {"cosine", c.cosine},
           {"shape_mismatch", c.shape_mismatch},
           {"rms_error", c.rms_error},
-          {"twin_rms_error", c.twin_rms_error}};
+          {"twin_rms_error", c.twin_rms_error},
+          {"informational", c.informational}};
 }
 
 nlohmann::json training_to_json(const TrainingJudgement& training) {

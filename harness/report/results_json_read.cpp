@@ -215,6 +215,7 @@ TensorComparison comparison_from(const ResultsObject& json) {
   c.shape_mismatch = json.text("shape_mismatch");
   if (json.has("rms_error")) c.rms_error = json.number("rms_error");
   if (json.has("twin_rms_error")) c.twin_rms_error = json.number("twin_rms_error");
+  if (json.has("informational")) c.informational = json.flag("informational");
   return c;
 }
 

@@ -15,6 +15,7 @@ const EnumSpellings<ConfigErrorKind>& config_error_spellings() {
       {ConfigErrorKind::unknown_section_key, "unknown_section_key"},
       {ConfigErrorKind::removed_key, "removed_key"},
       {ConfigErrorKind::optimizer_not_supported, "optimizer_not_supported"},
+      {ConfigErrorKind::optimizer_invalid, "optimizer_invalid"},
       {ConfigErrorKind::untested_zero_optimizer, "untested_zero_optimizer"},
       {ConfigErrorKind::direct_backward_unsupported, "direct_backward_unsupported"},
       {ConfigErrorKind::scheduler_invalid, "scheduler_invalid"},

@@ -19,6 +19,8 @@ enum class ConfigErrorKind {
   unknown_section_key,          // a key a pydantic-validated section does not know (a typo)
   removed_key,                  // a key of a feature the release removed (0.19.8)
   optimizer_not_supported,      // a name that is neither DeepSpeed's nor a torch.optim class
+  optimizer_invalid,            // deepspeed.initialize cannot build the config's optimizer with
+                                // its params (max_grad_norm, a keyword the class refuses)
   untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested
   direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)
   scheduler_invalid,  // deepspeed.initialize cannot build the config's LR scheduler

@@ -78,7 +78,7 @@ const std::set<std::string>& torch_optimizer_names() {
   return names;
 }
 
-void read_adam_params(ObjectReader& params, OptimizerConfig& optimizer) {
+void read_adam_betas(ObjectReader& params, OptimizerConfig& optimizer) {
   if (params.has("betas")) {
     const nlohmann::json& betas = params.required_value("betas");
     if (!betas.is_array() || betas.size() != 2 || !betas[0].is_number() || !betas[1].is_number()) {
@@ -88,6 +88,10 @@ void read_adam_params(ObjectReader& params, OptimizerConfig& optimizer) {
     optimizer.beta1 = betas[0].get<double>();
     optimizer.beta2 = betas[1].get<double>();
   }
+}
+
+void read_adam_params(ObjectReader& params, OptimizerConfig& optimizer) {
+  read_adam_betas(params, optimizer);
   optimizer.eps = params.optional_number("eps", optimizer.eps, 0.0);
   const bool adam_w_mode = params.optional_bool("adam_w_mode", true);
   optimizer.decoupled_weight_decay = optimizer.kind == OptimizerKind::adamw || adam_w_mode;
@@ -111,11 +115,34 @@ std::string why_optimizer_not_implemented(const std::string& lowercase_type) {
            "(freeze_step) and needs NCCL or MPI with cupy on GPUs; its updates after the "
            "warm-up are not Adam's, so no float64 golden judges them";
   }
-  if (lowercase_type == "lamb") {
-    return ": DeepSpeed's FusedLamb (a layer-wise trust ratio clamped to [0.01, 10]) runs on "
-           "CUDA only";
-  }
   return "";
+}
+
+// FusedLamb(params, **the config's params): Python refuses a keyword it does not take, the class
+// refuses amsgrad. The values land in `optimizer`.
+std::optional<std::string> read_lamb_params(const nlohmann::json& raw_params, ObjectReader& params,
+                                            OptimizerConfig& optimizer) {
+  static const std::vector<std::string> keywords = {
+      "lr", "bias_correction", "betas", "eps", "eps_inside_sqrt", "weight_decay", "max_coeff",
+      "min_coeff", "amsgrad"};
+  for (const auto& item : raw_params.items()) {
+    if (!contains(keywords, item.key())) {
+      return "TypeError: FusedLamb.__init__() got an unexpected keyword argument '" + item.key() +
+             "' (at " + params.file() + ":" + params.pointer_to(item.key()) + ")";
+    }
+  }
+  if (params.optional_bool("amsgrad", false)) {
+    return "RuntimeError: FusedLamb does not support the AMSGrad variant.";
+  }
+  read_adam_betas(params, optimizer);
+  optimizer.eps = params.optional_number("eps", optimizer.eps, 0.0);
+  optimizer.weight_decay = params.optional_number("weight_decay", 0.0, 0.0);
+  optimizer.bias_correction = params.optional_bool("bias_correction", true);
+  optimizer.eps_inside_sqrt = params.optional_bool("eps_inside_sqrt", false);
+  optimizer.max_coeff = params.optional_number("max_coeff", 10.0, 0.0);
+  optimizer.min_coeff = params.optional_number("min_coeff", 0.01, 0.0);
+  optimizer.decoupled_weight_decay = false;  // inside the update, before the trust ratio
+  return std::nullopt;
 }
 
 // DeepSpeed's lookup (runtime/engine.py _configure_basic_optimizer): its own optimizer names
@@ -128,9 +155,11 @@ void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
   optimizer.type_as_written = block.required_string("type");
   result.optimizer_type = optimizer.type_as_written;
   const std::string type = lowercase(optimizer.type_as_written);
-  const std::string implemented = " (implemented: \"Adam\", \"AdamW\", \"SGD\")";
+  const std::string implemented = " (implemented: \"Adam\", \"AdamW\", \"Lamb\", \"SGD\")";
   if (type == "adam" || type == "adamw") {
     optimizer.kind = type == "adam" ? OptimizerKind::adam : OptimizerKind::adamw;
+  } else if (type == "lamb") {
+    optimizer.kind = OptimizerKind::lamb;
   } else if (contains(release.deepspeed_optimizer_names, type)) {
     result.optimizer_not_implemented =
         "DeepSpeed " + release.version + " optimizer \"" + optimizer.type_as_written +
@@ -164,8 +193,22 @@ void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
   }
 
   ObjectReader params = block.optional_object("params");
+  // _configure_basic_optimizer refuses it for every optimizer before building one.
+  if (params.has("max_grad_norm")) {
+    result.optimizer_refused = ConfigError{
+        ConfigErrorKind::optimizer_invalid,
+        "ValueError: 'max_grad_norm' is not supported as an optimizer parameter, please switch "
+        "to using the deepspeed parameter 'gradient_clipping' (at " + params.file() + ":" +
+            params.pointer_to("max_grad_norm") + ")"};
+    return;
+  }
   optimizer.lr = params.optional_number("lr", optimizer.lr, 0.0);
-  if (optimizer.kind == OptimizerKind::sgd) {
+  if (optimizer.kind == OptimizerKind::lamb) {
+    if (auto refusal = read_lamb_params(block.required_value("params"), params, optimizer)) {
+      result.optimizer_refused = ConfigError{ConfigErrorKind::optimizer_invalid, *refusal};
+      return;
+    }
+  } else if (optimizer.kind == OptimizerKind::sgd) {
     optimizer.weight_decay = params.optional_number("weight_decay", 0.0, 0.0);
     optimizer.momentum = params.optional_number("momentum", 0.0, 0.0);
     optimizer.dampening = params.optional_number("dampening", 0.0, 0.0);
@@ -182,6 +225,76 @@ void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
   result.optimizer = optimizer;
 }
 
+// OneCycle(optimizer, cycle_min_lr, cycle_max_lr, **the rest): what Python or the class refuses
+// is returned in their words; the values land in `cycle`.
+std::optional<std::string> read_one_cycle(const nlohmann::json& raw_params, ObjectReader& params,
+                                          const DeepSpeedRelease& release, DeepSpeedConfig& result,
+                                          OneCycleParams& cycle) {
+  static const std::vector<std::string> keywords = {
+      "cycle_min_lr",           "cycle_max_lr",          "decay_lr_rate",
+      "cycle_first_step_size",  "cycle_second_step_size", "cycle_first_stair_count",
+      "cycle_second_stair_count", "decay_step_size",      "cycle_momentum",
+      "cycle_min_mom",          "cycle_max_mom",         "decay_mom_rate",
+      "last_batch_iteration"};
+  for (const auto& item : raw_params.items()) {
+    if (!contains(keywords, item.key())) {
+      return "TypeError: OneCycle.__init__() got an unexpected keyword argument '" + item.key() +
+             "' (at " + params.file() + ":" + params.pointer_to(item.key()) + ")";
+    }
+  }
+  std::vector<std::string> missing;
+  for (const char* key : {"cycle_min_lr", "cycle_max_lr"}) {
+    if (!params.has(key)) missing.push_back(std::string("'") + key + "'");
+  }
+  if (missing.size() == 1) {
+    return "TypeError: OneCycle.__init__() missing 1 required positional argument: " + missing[0];
+  }
+  if (missing.size() == 2) {
+    return "TypeError: OneCycle.__init__() missing 2 required positional arguments: " +
+           missing[0] + " and " + missing[1];
+  }
+  const double lowest = -std::numeric_limits<double>::infinity();  // Python checks no sign
+  cycle.cycle_min_lr = params.optional_number("cycle_min_lr", 0.0, lowest);
+  cycle.cycle_max_lr = params.optional_number("cycle_max_lr", 0.0, lowest);
+  cycle.decay_lr_rate = params.optional_number("decay_lr_rate", 0.0, lowest);
+  cycle.cycle_first_step_size = params.optional_number("cycle_first_step_size", 2000.0, lowest);
+  cycle.cycle_second_step_size =
+      params.optional_number("cycle_second_step_size", cycle.cycle_first_step_size, lowest);
+  // 0.19.8 checks both halves; 0.16.9 does not, and divides by zero (refused here in 0.19.8's
+  // words either way: no run can follow such a schedule).
+  if (cycle.cycle_first_step_size <= 0.0) {
+    return "ValueError: cycle_first_step_size must be positive, got " +
+           params.required_value("cycle_first_step_size").dump();
+  }
+  if (cycle.cycle_second_step_size < 0.0) {
+    return "ValueError: cycle_second_step_size must be non-negative, got " +
+           params.required_value("cycle_second_step_size").dump();
+  }
+  cycle.cycle_first_stair_count = params.optional_int("cycle_first_stair_count", 0, 0);
+  cycle.cycle_second_stair_count =
+      params.optional_int("cycle_second_stair_count", cycle.cycle_first_stair_count, 0);
+  cycle.stair_counts_applied = release.one_cycle_stair_counts_applied;
+  if (!cycle.stair_counts_applied &&
+      (cycle.cycle_first_stair_count > 0 || cycle.cycle_second_stair_count > 0)) {
+    result.warnings.push_back(params.file() + ":" + params.pointer_to("cycle_first_stair_count") +
+                              ": DeepSpeed " + release.version +
+                              " accepts the stair counts and ignores them (the rate moves "
+                              "every batch)");
+  }
+  cycle.decay_step_size = params.optional_number("decay_step_size", 0.0, 0.0);
+  cycle.cycle_momentum = params.optional_bool("cycle_momentum", true);
+  cycle.cycle_min_mom = params.optional_number("cycle_min_mom", 0.8, lowest);
+  cycle.cycle_max_mom = params.optional_number("cycle_max_mom", 0.9, lowest);
+  cycle.decay_mom_rate = params.optional_number("decay_mom_rate", 0.0, lowest);
+  if (params.has("last_batch_iteration") &&
+      params.required_value("last_batch_iteration") != nlohmann::json(-1)) {
+    result.scheduler_not_implemented =
+        "a scheduler resumed from last_batch_iteration other than -1 is not implemented by the "
+        "reference engine";
+  }
+  return std::nullopt;
+}
+
 // "scheduler": {"type", "params"}. deepspeed.initialize builds DeepSpeed's own schedulers (or a
 // torch.optim.lr_scheduler class of that name) as cls(optimizer, **params)
 // (runtime/engine.py _scheduler_from_config); what Python refuses there is scheduler_invalid,
@@ -196,7 +309,7 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
     result.scheduler_refused = ConfigError{ConfigErrorKind::scheduler_invalid, message};
   };
   static const std::set<std::string> not_implemented = {
-      "OneCycle", "LRRangeTest", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
+      "LRRangeTest", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
       "ConstantLR", "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR",
       "ChainedScheduler", "ReduceLROnPlateau", "CyclicLR", "CosineAnnealingWarmRestarts",
       "OneCycleLR", "PolynomialLR"};
@@ -206,11 +319,13 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
     schedule.kind = LrScheduleKind::warmup_decay_lr;
   } else if (type == "WarmupCosineLR") {
     schedule.kind = LrScheduleKind::warmup_cosine_lr;
+  } else if (type == "OneCycle") {
+    schedule.kind = LrScheduleKind::one_cycle;
   } else if (not_implemented.count(type)) {
     result.scheduler_not_implemented =
         "scheduler \"" + type +
         "\" is valid in DeepSpeed but not implemented by the reference engine (implemented: "
-        "\"WarmupLR\", \"WarmupDecayLR\", \"WarmupCosineLR\")";
+        "\"WarmupLR\", \"WarmupDecayLR\", \"WarmupCosineLR\", \"OneCycle\")";
     return;
   } else {
     refuse("AssertionError: DeepSpeed does not recognize LR scheduler " + type);
@@ -224,6 +339,17 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
     return;
   }
   ObjectReader params = block.required_object("params");
+  if (schedule.kind == LrScheduleKind::one_cycle) {
+    if (auto refusal = read_one_cycle(block.required_value("params"), params, release, result,
+                                      schedule.one_cycle)) {
+      refuse(*refusal);
+      return;
+    }
+    warn_about_unread_keys(block, "not read by DeepSpeed's scheduler construction; ignored",
+                           result.warnings);
+    result.scheduler = schedule;
+    return;
+  }
   const bool cosine = schedule.kind == LrScheduleKind::warmup_cosine_lr;
   // Python refuses a keyword the class does not take.
   const std::set<std::string> accepted =
@@ -651,7 +777,10 @@ void warn_about_top_level_keys(const ObjectReader& section, const DeepSpeedRelea
 
 const EnumSpellings<OptimizerKind>& optimizer_spellings() {
   static const EnumSpellings<OptimizerKind> spellings = {
-      {OptimizerKind::sgd, "SGD"}, {OptimizerKind::adam, "Adam"}, {OptimizerKind::adamw, "AdamW"}};
+      {OptimizerKind::sgd, "SGD"},
+      {OptimizerKind::adam, "Adam"},
+      {OptimizerKind::adamw, "AdamW"},
+      {OptimizerKind::lamb, "Lamb"}};
   return spellings;
 }
 

@@ -18,7 +18,7 @@
 
 namespace trainrepro {
 
-enum class OptimizerKind { sgd, adam, adamw };
+enum class OptimizerKind { sgd, adam, adamw, lamb };
 
 // DeepSpeed's defaults: its fused Adam has weight_decay 0 and, for type "Adam", decoupled
 // weight decay unless "adam_w_mode": false (so "Adam" with weight decay behaves as AdamW).
@@ -36,6 +36,14 @@ struct OptimizerConfig {
   double momentum = 0.0;               // SGD only
   double dampening = 0.0;              // SGD only
   bool nesterov = false;               // SGD only
+  // Lamb only (DeepSpeed's FusedLamb, ops/lamb/fused_lamb.py and its CUDA kernel): per tensor,
+  // update = m / (sqrt(v) + eps) + weight_decay * p, scaled by the trust ratio ||p|| / ||update||
+  // clamped to [min_coeff, max_coeff] (1 when either norm is 0); the step size carries the bias
+  // correction lr * sqrt(1 - beta2^t) / (1 - beta1^t) when bias_correction is on.
+  bool bias_correction = true;
+  double max_coeff = 10.0;
+  double min_coeff = 0.01;
+  bool eps_inside_sqrt = false;  // sqrt(v + eps) instead of sqrt(v) + eps
 };
 
 struct DeepSpeedConfig {

@@ -179,6 +179,7 @@ std::vector<DeepSpeedRelease> make_releases() {
   v0_19.warmup_num_steps_validated = true;              // runtime/lr_schedules.py (0.19.3)
   v0_19.warmup_lr_max_defaults_to_optimizer_lr = true;  // runtime/lr_schedules.py (0.19.3)
   v0_19.cosine_progress_clamped = true;                 // runtime/lr_schedules.py (0.19.3)
+  v0_19.one_cycle_stair_counts_applied = true;          // runtime/lr_schedules.py _get_scale_factor
   v0_19.removed_keys = removed_in_0_19_8();        // runtime/config.py:80-141
   v0_19.deepspeed_optimizer_names = {
       // runtime/config.py:52-66

@@ -47,6 +47,9 @@ struct DeepSpeedRelease {
   bool warmup_num_steps_validated = false;
   bool warmup_lr_max_defaults_to_optimizer_lr = false;
   bool cosine_progress_clamped = false;
+  // runtime/lr_schedules.py OneCycle: 0.19.x holds the rate flat over cycle_*_stair_count
+  // stairs; 0.16.9 accepts the counts and ignores them.
+  bool one_cycle_stair_counts_applied = false;
   // runtime/config.py _reject_removed_config_keys (0.19.7 partly, 0.19.8 fully).
   std::vector<RemovedKey> removed_keys;
   // runtime/engine.py DEEPSPEED_OPTIMIZERS via runtime/config.py: the names DeepSpeed matches

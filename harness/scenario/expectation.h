@@ -24,6 +24,8 @@ enum class DiagnosisKind {
   per_micro_batch_token_normalisation,
   backward_in_evaluation,  // evaluation's gradients land in the next training step
   training_diverged,       // the run's loss, gradients or parameters became NaN or Inf
+  lr_scheduler_stepped_every_micro_step,  // the loop steps the config's scheduler too
+  lamb_trust_ratio_over_partition,  // ZeRO 1-2 hand FusedLamb one flat partition per rank
   // Mixed precision, judged from the engine's step records and the precision twin:
   overflow_skipped_steps,      // gradients overflowed and DeepSpeed skipped optimizer steps
   loss_scale_at_minimum,       // DynamicLossScaler raised: the run ended at the minimum scale
@@ -31,6 +33,7 @@ enum class DiagnosisKind {
                                // the precision twin's noise
   clipped_before_unscaling,    // the loop clipped fp16 gradients still multiplied by the scale
   optimizer_stepped_at_initialization,  // FP16_Optimizer's zero-gradient step when it is built
+  unscaled_by_grown_scale,  // a step where the fp16 scale grew divided its gradients by the new one
   // Memory, judged from the probes:
   tensor_memory_leak,  // live tensor bytes grow every step
   host_memory_leak,    // the host heap grows every step while tensors stay flat

@@ -50,6 +50,8 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
                                                 token_normalisation_spellings());
   spec.keep = loop.optional_enum("keep", spec.keep, keep_spellings());
   spec.clip_grad_norm = loop.optional_number("clip_grad_norm", 0.0, 0.0);
+  spec.lr_scheduler_step = loop.optional_enum("lr_scheduler_step", spec.lr_scheduler_step,
+                                              lr_scheduler_stepping_spellings());
   loop.note_known("evaluation");
   if (loop.has("evaluation")) {
     ObjectReader evaluation = loop.required_object("evaluation");
@@ -266,6 +268,22 @@ void read_client_optimizer_section(ObjectReader& root, DeepSpeedConfig& config,
   config.optimizer_refused.reset();
 }
 
+// OneCycle cycles the optimizer's "betas"; torch.optim.SGD has none, so DeepSpeed warns and
+// leaves the momentum alone (lr_schedules.py _initialize_momentum). Known only once the
+// optimizer, the config's or the client's, is.
+void stop_cycling_momentum_without_betas(const ObjectReader& root, DeepSpeedConfig& config) {
+  if (!config.scheduler || config.scheduler->kind != LrScheduleKind::one_cycle ||
+      !config.scheduler->one_cycle.cycle_momentum || !config.optimizer ||
+      config.optimizer->kind != OptimizerKind::sgd) {
+    return;
+  }
+  config.scheduler->one_cycle.cycle_momentum = false;
+  config.warnings.push_back(root.file() + ":" + root.pointer_to("deepspeed") +
+                            "/scheduler/params: DeepSpeed warns \"cycle_momentum is disabled "
+                            "because optimizer SGD does not support momentum, no betas attribute "
+                            "in defaults\": OneCycle moves the learning rate only");
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& file) {
@@ -340,6 +358,13 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
   }
   if (!scenario.deepspeed.scheduler_not_implemented.empty()) {
     root.fail_at("/deepspeed/scheduler/type", scenario.deepspeed.scheduler_not_implemented);
+  }
+  stop_cycling_momentum_without_betas(root, scenario.deepspeed);
+  if (scenario.loop.lr_scheduler_step != LrSchedulerStepping::engine &&
+      !scenario.deepspeed.scheduler) {
+    loop.fail("lr_scheduler_step",
+              "the DeepSpeed config has no \"scheduler\" block, so deepspeed.initialize returns "
+              "no scheduler for the loop to step: add one, or remove this key");
   }
   scenario.device = root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
 

@@ -47,6 +47,11 @@ struct MixedPrecisionPlan {
   // weight decay shrinks the master weights once. BF16_Optimizer and ZeRO 1-3 do not
   // (DeepSpeed PR #5104, "Remove optimizer step on initialization", is not merged in 0.19.8).
   bool optimizer_steps_at_initialization = false;
+  // Every fp16 optimizer of DeepSpeed 0.19.8 (FP16_Optimizer, FP16_UnfusedOptimizer, ZeRO 1-3)
+  // calls _update_scale before unscale_and_clip_grads: on a step where the scale grows (after
+  // loss_scale_window clean steps) the gradients, computed with scale S, are divided by 2S, so
+  // that update uses half the gradient. A correct run (the precision twin) divides by S.
+  bool unscales_with_updated_scale = true;
 };
 
 // PyTorch's rule for judging low precision against a float64 reference (torch._dynamo.utils

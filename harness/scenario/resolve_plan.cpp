@@ -1,5 +1,8 @@
 #include "harness/scenario/plan.h"
 
+#include <map>
+#include <string>
+
 namespace trainrepro {
 
 namespace {
@@ -8,9 +11,16 @@ namespace {
 std::optional<ConfigError> check_initialize(const Scenario& scenario) {
   const DeepSpeedConfig& config = scenario.deepspeed;
   if (config.optimizer_refused) return config.optimizer_refused;
+  const OptimizerKind optimizer = config.optimizer->kind;
+  // _do_sanity_check reads the "fp16" block's loss_scale whether fp16 is enabled or not.
+  if (optimizer == OptimizerKind::lamb && config.fp16.loss_scale > 0.0) {
+    return ConfigError{ConfigErrorKind::optimizer_invalid,
+                       "AssertionError: DeepSpeed lamb optimizer requires dynamic loss scaling"};
+  }
   // runtime/zero/utils.py ZERO_SUPPORTED_OPTIMIZERS: torch's Adam and AdamW and DeepSpeed's
-  // fused and CPU Adam are tested; torch.optim.SGD is not.
-  if (config.zero_stage >= 1 && config.optimizer->kind == OptimizerKind::sgd &&
+  // fused and CPU Adam are tested; torch.optim.SGD and FusedLamb are not.
+  if (config.zero_stage >= 1 &&
+      (optimizer == OptimizerKind::sgd || optimizer == OptimizerKind::lamb) &&
       !config.zero_allow_untested_optimizer) {
     return ConfigError{ConfigErrorKind::untested_zero_optimizer,
                        "AssertionError: You are using an untested ZeRO Optimizer. Please add "
@@ -34,15 +44,11 @@ std::optional<ConfigError> check_initialize(const Scenario& scenario) {
   return std::nullopt;
 }
 
-const char* torch_dtype_name(Precision precision) {
-  switch (precision) {
-    case Precision::fp16:
-      return "torch.float16";
-    case Precision::bf16:
-      return "torch.bfloat16";
-    default:
-      return "torch.float32";
-  }
+// How Python prints the dtype, in DeepSpeed's own messages.
+std::string torch_dtype_name(Precision precision) {
+  static const std::map<std::string, std::string> torch_names = {
+      {"fp16", "float16"}, {"bf16", "bfloat16"}, {"fp32", "float32"}};
+  return "torch." + torch_names.at(precision_name(precision));
 }
 
 // engine.py get_data_types: the accumulation dtype a config gets when it names none.

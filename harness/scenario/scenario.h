@@ -36,6 +36,11 @@ enum class SteppingHabit {
   once_per_window,   // engine.step() once after GAS backwards: boundary every GAS² micro-batches
   optimizer_every_micro_step,  // optimizer.step() + zero_grad() directly after every backward
 };
+// Who steps the LR scheduler DeepSpeed built from the config.
+enum class LrSchedulerStepping {
+  engine,            // engine.step() at every boundary, and nobody else (correct)
+  every_micro_step,  // the loop also calls lr_scheduler.step() after every micro-batch
+};
 enum class TokenNormalisation {
   whole_batch,      // token losses summed and divided by the tokens of the whole window (correct)
   per_micro_batch,  // each micro-batch averaged over its own tokens, then averaged
@@ -79,6 +84,7 @@ struct LoopSpec {
   // engine.step() at each boundary, on the gradients as autograd left them (under fp16: still
   // multiplied by the loss scale).
   double clip_grad_norm = 0.0;
+  LrSchedulerStepping lr_scheduler_step = LrSchedulerStepping::engine;
   int64_t steps = 0;  // optimizer steps to run; the loader sets it to golden.steps when absent
 };
 
@@ -133,6 +139,7 @@ const EnumSpellings<LossScalingHabit>& loss_scaling_spellings();
 const EnumSpellings<ForwardHabit>& forward_spellings();
 const EnumSpellings<SteppingHabit>& stepping_spellings();
 const EnumSpellings<TokenNormalisation>& token_normalisation_spellings();
+const EnumSpellings<LrSchedulerStepping>& lr_scheduler_stepping_spellings();
 const EnumSpellings<KeepHabit>& keep_spellings();
 const EnumSpellings<Requirement>& requirement_spellings();
 

@@ -58,6 +58,13 @@ const EnumSpellings<TokenNormalisation>& token_normalisation_spellings() {
   return spellings;
 }
 
+const EnumSpellings<LrSchedulerStepping>& lr_scheduler_stepping_spellings() {
+  static const EnumSpellings<LrSchedulerStepping> spellings = {
+      {LrSchedulerStepping::engine, "engine"},
+      {LrSchedulerStepping::every_micro_step, "every_micro_step"}};
+  return spellings;
+}
+
 const EnumSpellings<KeepHabit>& keep_spellings() {
   static const EnumSpellings<KeepHabit> spellings = {
       {KeepHabit::nothing, "nothing"},

@@ -56,15 +56,19 @@ std::string describe_worst(const std::vector<TensorComparison>& comparisons) {
 // is near zero into a parameter difference of up to lr per step: its sensitivity is about
 // δ/(|g|+eps). So each step adds lr * min(2, 4 δ/(|g|+eps)) to the allowed parameter error,
 // with δ the gradient difference actually measured — nothing for an exact run, a bounded
-// amount for float32 — instead of loosening every tolerance.
+// amount for float32 — instead of loosening every tolerance. lr is the rate the step used (a
+// scheduler's may exceed the optimizer's); Lamb multiplies it by a trust ratio of at most
+// max_coeff.
 class AdamAllowance {
  public:
   explicit AdamAllowance(const OptimizerConfig& optimizer) : optimizer_(optimizer) {}
   bool applies() const { return optimizer_.kind != OptimizerKind::sgd; }
 
   void add_step(const std::vector<at::Tensor>& run_gradients,
-                const std::vector<at::Tensor>& golden_gradients) {
+                const std::vector<at::Tensor>& golden_gradients, double step_lr) {
     if (!applies()) return;
+    const double largest_step =
+        step_lr * (optimizer_.kind == OptimizerKind::lamb ? optimizer_.max_coeff : 1.0);
     if (allowance_.empty()) {
       for (const at::Tensor& gradient : golden_gradients)
         allowance_.push_back(at::zeros_like(gradient));
@@ -73,7 +77,7 @@ class AdamAllowance {
       const at::Tensor difference = (run_gradients[i] - golden_gradients[i]).abs();
       const at::Tensor sensitivity =
           difference.mul(4.0).div(golden_gradients[i].abs().add(optimizer_.eps)).clamp_max(2.0);
-      allowance_[i] = allowance_[i] + sensitivity.mul(optimizer_.lr);
+      allowance_[i] = allowance_[i] + sensitivity.mul(largest_step);
     }
   }
   at::Tensor for_parameter(size_t i) const { return applies() ? allowance_[i] : at::Tensor(); }
@@ -136,13 +140,12 @@ Diagnosis diagnose_divergence(const std::string& divergence, int64_t step) {
 
 bool all_within(const std::vector<TensorComparison>& comparisons) {
   return std::all_of(comparisons.begin(), comparisons.end(),
-                     [](const TensorComparison& c) { return c.within_tolerance; });
+                     [](const TensorComparison& c) { return c.informational || c.within_tolerance; });
 }
 
 // A low-precision model judged whole (all its elements as one vector) against the twin: a
 // tensor of a few elements has too few roundings for an RMS to mean anything on its own. The
-// first comparison is the whole model's and decides; each tensor's follows for information,
-// marked with the whole model's decision.
+// first comparison is the whole model's and decides; each tensor's follows for information.
 std::vector<TensorComparison> compare_model_with_twin(const std::vector<std::string>& names,
                                                       const std::vector<at::Tensor>& run,
                                                       const std::vector<at::Tensor>& twin,
@@ -158,7 +161,7 @@ std::vector<TensorComparison> compare_model_with_twin(const std::vector<std::str
   for (size_t i = 0; i < names.size(); ++i) {
     comparisons.push_back(compare_with_twin(names[i], run[i], twin[i], golden[i],
                                             kPrecisionTwinFactor, kPrecisionTwinFloor));
-    comparisons.back().within_tolerance = comparisons.front().within_tolerance;
+    comparisons.back().informational = true;
   }
   return comparisons;
 }
@@ -283,6 +286,24 @@ double unit_roundoff(Precision precision) {
   }
 }
 
+// Whether FP16_Optimizer's zero-gradient step at construction leaves a trace: Adam's step count
+// always; SGD only through weight decay (a momentum buffer seeded with zeros then takes the first
+// gradient whole, as an empty one would, unless dampening scales it); Lamb through its bias
+// correction or weight decay (its update of zero moments is otherwise zero).
+bool initialization_step_changes_training(const Plan& plan) {
+  if (!plan.mixed.optimizer_steps_at_initialization) return false;
+  const OptimizerConfig& optimizer = plan.optimizer;
+  switch (optimizer.kind) {
+    case OptimizerKind::sgd:
+      return optimizer.weight_decay != 0.0 ||
+             (optimizer.momentum != 0.0 && optimizer.dampening != 0.0);
+    case OptimizerKind::lamb:
+      return optimizer.bias_correction || optimizer.weight_decay != 0.0;
+    default:
+      return true;
+  }
+}
+
 // FP16_Optimizer's zero-gradient step at construction (precision_config.h): every update after
 // it differs from the golden's, by a factor the optimizer's settings give for the first one.
 void diagnose_initialization_step(const Plan& plan, Diagnosis& diagnosis) {
@@ -291,6 +312,14 @@ void diagnose_initialization_step(const Plan& plan, Diagnosis& diagnosis) {
   std::string effect;
   if (optimizer.kind == OptimizerKind::sgd) {
     effect = "with SGD the weight decay shrank the master weights once and seeded the momentum";
+  } else if (optimizer.kind == OptimizerKind::lamb) {
+    effect = std::string("Lamb's step count started at 1") +
+             (optimizer.bias_correction ? " (so every step used the bias correction of the next)"
+                                        : "") +
+             (optimizer.weight_decay > 0.0
+                  ? ", and its weight decay, scaled by a trust ratio of up to max_coeff, shrank "
+                    "the float32 master weights once"
+                  : std::string());
   } else {
     const double first_update =
         std::sqrt(1.0 + optimizer.beta2) / (1.0 + optimizer.beta1);  // Adam at step 2, m1 = 0
@@ -310,6 +339,107 @@ void diagnose_initialization_step(const Plan& plan, Diagnosis& diagnosis) {
       "; every later step inherits it. This is DeepSpeed's behaviour, not the loop's (upstream "
       "PR #5104 \"Remove optimizer step on initialization\" is not merged). ZeRO stages 1-3 "
       "and BF16_Optimizer do not do it: ZeRO stage 1 gives the intended updates";
+}
+
+// The learning rate of optimizer step `step` against the config's schedule. The correct loop
+// leaves the scheduler to the engine, which steps it once per optimizer step it takes; the
+// hypothesis: the loop also called lr_scheduler.step() after every micro-batch before it.
+void diagnose_learning_rate(const Plan& plan, const Trace& trace, int64_t step,
+                            Diagnosis& diagnosis) {
+  if (!plan.lr_schedule) return;
+  const LrSchedule& schedule = *plan.lr_schedule;
+  int64_t engine_steps = 0;  // scheduler steps the engine took before this optimizer step
+  for (int64_t k = 0; k < step; ++k) {
+    if (trace.steps[k].through_engine && !trace.steps[k].skipped) ++engine_steps;
+  }
+  const OptimizerStepRecord& record = trace.steps[step];
+  const auto same = [](double a, double b) {
+    return std::abs(a - b) <= 1e-12 * std::max({std::abs(a), std::abs(b), 1e-300});
+  };
+  const int64_t correct_iteration = engine_steps - 1;
+  const double intended = scheduled_lr(schedule, correct_iteration, plan.optimizer.lr);
+  if (same(record.lr, intended)) return;
+  const int64_t loop_steps = record.micro_step - 1;  // after each earlier micro-batch
+  const double with_loop = scheduled_lr(schedule, correct_iteration + loop_steps, plan.optimizer.lr);
+  std::string text = "optimizer step " + std::to_string(step) + " used learning rate " +
+                     format_number(record.lr) + ", where the config's " +
+                     schedule.type_as_written + " gives " + format_number(intended) +
+                     " for it";
+  if (!same(record.lr, with_loop)) {
+    diagnosis.explanation = text + "; " + diagnosis.explanation;
+    return;
+  }
+  const int64_t gas = plan.batch.gradient_accumulation_steps;
+  const int64_t per_step = gas + 1;
+  diagnosis.kind = DiagnosisKind::lr_scheduler_stepped_every_micro_step;
+  text += ": the scheduler had been stepped " + std::to_string(correct_iteration + loop_steps + 1) +
+          " times, not " + std::to_string(correct_iteration + 1) +
+          ". The loop calls lr_scheduler.step() after every micro-batch while engine.step() "
+          "steps the same scheduler at every boundary, so it advances " +
+          std::to_string(per_step) + " times per optimizer step (" + std::to_string(gas) +
+          " micro-batches + the engine's 1)";
+  if (schedule.kind == LrScheduleKind::one_cycle) {
+    const double cycle =
+        schedule.one_cycle.cycle_first_step_size + schedule.one_cycle.cycle_second_step_size;
+    const double steps = std::ceil(cycle / static_cast<double>(per_step));
+    text += ": its cycle of " + format_number(cycle) + " steps ends after about " +
+            format_number(steps) + (steps == 1.0 ? " optimizer step" : " optimizer steps");
+  } else {
+    const int64_t warmup = std::max<int64_t>(2, schedule.warmup_num_steps);
+    const int64_t steps = (warmup + per_step - 1) / per_step;
+    text += ": its warm-up of " + std::to_string(warmup) + " steps ends after about " +
+            std::to_string(steps) + (steps == 1 ? " optimizer step" : " optimizer steps");
+  }
+  diagnosis.explanation =
+      text + ". Fix: remove the loop's lr_scheduler.step(); DeepSpeed steps the scheduler it "
+             "built from the config (or was given) inside engine.step(), once per optimizer step";
+}
+
+// ZeRO stages 1-2 flatten the model and hand FusedLamb each rank's flat float32 partition as one
+// tensor (stage_1_and_2.py: param_group["params"] = [the rank's partition]), so the trust ratio
+// ||p|| / ||update|| is taken over a partition spanning layers, not layer by layer as LAMB
+// intends and as the golden's single-rank stage-0 run does.
+void diagnose_partitioned_lamb(const Plan& plan, Diagnosis& diagnosis) {
+  if (plan.optimizer.kind != OptimizerKind::lamb ||
+      (plan.zero_stage != 1 && plan.zero_stage != 2)) {
+    return;
+  }
+  diagnosis.kind = DiagnosisKind::lamb_trust_ratio_over_partition;
+  const int64_t ranks = plan.batch.world_size;
+  diagnosis.explanation =
+      "the gradients match the golden but the Lamb update does not: at ZeRO stage " +
+      std::to_string(plan.zero_stage) + " DeepSpeed " + plan.deepspeed_version +
+      " gives FusedLamb each rank's flat partition of the whole model as one tensor, so its "
+      "trust ratio ||p|| / ||update|| is computed over " +
+      (ranks == 1 ? std::string("the whole model at once")
+                  : "each of the " + std::to_string(ranks) + " ranks' partitions") +
+      " instead of per layer (the golden's per-tensor Lamb). This is why Lamb is an untested "
+      "ZeRO optimizer (zero_allow_untested_optimizer). Stage 0 keeps LAMB's layer-wise ratio";
+}
+
+// DeepSpeed raises the fp16 loss scale before it unscales (precision_config.h): the first step
+// of the run whose gradients were divided by a larger scale than they carried.
+void diagnose_grown_scale(const Plan& plan, const Trace& trace, int64_t step,
+                          Diagnosis& diagnosis) {
+  if (plan.precision != Precision::fp16) return;
+  for (int64_t s = 0; s <= step && s < static_cast<int64_t>(trace.steps.size()); ++s) {
+    const OptimizerStepRecord& record = trace.steps[s];
+    if (record.skipped || record.unscaled_by <= record.loss_scale) continue;
+    diagnosis.kind = DiagnosisKind::unscaled_by_grown_scale;
+    diagnosis.step = s;
+    diagnosis.explanation =
+        "at optimizer step " + std::to_string(s) + " the gradients carried loss scale " +
+        scale_text(record.loss_scale) + ", but DeepSpeed " + plan.deepspeed_version +
+        " raised the scale to " + scale_text(record.unscaled_by) +
+        " (after loss_scale_window = " + std::to_string(plan.mixed.fp16.loss_scale_window) +
+        " steps without overflow) before unscaling, and divided them by the new scale: that "
+        "update used " + format_number(record.loss_scale / record.unscaled_by) +
+        "x the gradient. DeepSpeed's fp16 optimizers (FP16_Optimizer and ZeRO 1-3) call "
+        "_update_scale before unscale_and_clip_grads; it happens once per loss_scale_window "
+        "clean steps (DeepSpeed's default 1000). Not the loop's doing; bf16, which has no loss "
+        "scale, avoids it";
+    return;
+  }
 }
 
 }  // namespace
@@ -363,7 +493,9 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     step.golden_loss = reference.loss;
     step.skipped = run.skipped;
     step.loss_scale = run.loss_scale;
-    if (!twin_judged) allowance.add_step(run.gradients, reference.gradients);
+    if (!twin_judged) {
+      allowance.add_step(run.gradients, reference.gradients, std::max(run.lr, plan.optimizer.lr));
+    }
     for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
       const std::string& name = golden.parameter_names[i];
       if (twin_judged) continue;  // judged as a whole model below
@@ -450,7 +582,7 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     if (twin_judged && !judgement.diagnosis->kind) {
       // The initialization step leaves the first gradients alone: the model's weights are
       // copied from the masters only at the first real step.
-      if (plan.mixed.optimizer_steps_at_initialization && s > 0) {
+      if (initialization_step_changes_training(plan) && s > 0) {
         diagnose_initialization_step(plan, *judgement.diagnosis);
       } else {
         diagnose_low_precision_accumulation(plan, trace, golden, s, noise, *judgement.diagnosis);
@@ -461,9 +593,12 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
   } else if (judgement.first_parameter_mismatch) {
     const int64_t s = *judgement.first_parameter_mismatch;
     judgement.diagnosis = diagnose_parameter_mismatch(plan, s);
-    if (twin_judged && plan.mixed.optimizer_steps_at_initialization) {
+    if (twin_judged && initialization_step_changes_training(plan)) {
       diagnose_initialization_step(plan, *judgement.diagnosis);
     }
+    diagnose_learning_rate(plan, trace, s, *judgement.diagnosis);
+    if (!judgement.diagnosis->kind) diagnose_grown_scale(plan, trace, s, *judgement.diagnosis);
+    if (!judgement.diagnosis->kind) diagnose_partitioned_lamb(plan, *judgement.diagnosis);
     judgement.mismatch = "parameters differ from the golden after optimizer step " +
                          std::to_string(s) + ": " + describe_worst(judgement.steps[s].parameters);
   }

@@ -85,6 +85,27 @@ write("fp16-loop-clips-before-unscaling",
       diagnosis("clipped_before_unscaling"),
       deepspeed=batch(32, 8, fp16={"enabled": True}), loop={"clip_grad_norm": 1.0},
       golden={"train_batch_size": 32, "steps": 4})
+SGD = {"type": "SGD", "params": {"lr": 0.05}}
+write("fp16-zero1-sgd-scale-growth-halves-the-update",
+      "fp16 at ZeRO stage 1 with SGD (allowed untested) and loss_scale_window 2: after 2 clean "
+      "steps DeepSpeed doubles the loss scale before it unscales (_update_scale runs before "
+      "unscale_and_clip_grads), so step 2's gradients, computed with scale 256, are divided by "
+      "512 and its update is half the intended one. Every fp16 optimizer of DeepSpeed 0.19.8 does "
+      "this once per loss_scale_window (1000 by default). Fixed twin: "
+      "bf16-zero1-sgd-no-loss-scale (bf16 has no loss scale).",
+      diagnosis("unscaled_by_grown_scale"),
+      deepspeed={"train_batch_size": 32, "train_micro_batch_size_per_gpu": 8, "optimizer": SGD,
+                 "zero_optimization": {"stage": 1}, "zero_allow_untested_optimizer": True,
+                 "fp16": {"enabled": True, "initial_scale_power": 8, "loss_scale_window": 2}},
+      golden={"train_batch_size": 32, "steps": 4})
+write("bf16-zero1-sgd-no-loss-scale",
+      "The twin of fp16-zero1-sgd-scale-growth-halves-the-update in bf16: no loss scale, so no "
+      "step divides its gradients by a grown one. Within 2x the bf16 twin's error.",
+      PASS,
+      deepspeed={"train_batch_size": 32, "train_micro_batch_size_per_gpu": 8, "optimizer": SGD,
+                 "zero_optimization": {"stage": 1}, "zero_allow_untested_optimizer": True,
+                 "bf16": {"enabled": True}},
+      golden={"train_batch_size": 32, "steps": 4})
 write("bf16-gas4-adamw",
       "bf16 at ZeRO stage 0, GAS 4: DeepSpeed 0.19.8 accumulates in bf16 (FP16_Optimizer in "
       "bf16, no loss scale). Within 2x the bf16 twin's error.",

@@ -78,7 +78,7 @@ def run(job, rank, world_size, record):
 
     started = time.time()
     try:
-        engine, optimizer, _, _ = deepspeed.initialize(model=module,
+        engine, optimizer, _, lr_scheduler = deepspeed.initialize(model=module,
                                                        model_parameters=module.parameters(),
                                                        config=copy.deepcopy(job["deepspeed"]))
     except Exception as exception:  # what DeepSpeed says about the config
@@ -215,6 +215,9 @@ def run(job, rank, world_size, record):
         else:
             raise ValueError(f"unknown stepping habit {stepping!r}")
         pending["gradients"] = None
+        # The loop's own lr_scheduler.step() on the scheduler deepspeed.initialize returned.
+        if loop.get("lr_scheduler_step", "engine") == "every_micro_step":
+            lr_scheduler.step()
 
         steps_done = len(record["steps"])
         if (steps_done > steps_before and evaluation and steps_done % evaluation.get("every", 1) == 0

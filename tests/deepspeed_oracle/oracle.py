@@ -140,7 +140,11 @@ def run_deepspeed(job, world_size, workdir, timeout):
 
 def run_trainrepro(trainrepro, scenario_path, results_dir):
     started = time.time()
-    completed = subprocess.run([trainrepro, "run", str(scenario_path), "--results", str(results_dir)],
+    # TRAINREPRO_ORACLE_GOLDEN_DIR: goldens of scenarios kept outside the repository (unshipped
+    # varieties checked by hand), so that checking them leaves golden/ untouched.
+    golden_dir = os.environ.get("TRAINREPRO_ORACLE_GOLDEN_DIR", "golden")
+    completed = subprocess.run([trainrepro, "run", str(scenario_path), "--results", str(results_dir),
+                                "--golden-dir", golden_dir],
                                cwd=ROOT, capture_output=True, text=True, timeout=1200)
     name = json.loads(pathlib.Path(scenario_path).read_text())["name"]
     path = pathlib.Path(results_dir) / f"{name}.json"
@@ -208,9 +212,10 @@ class AdamAllowance:
 
 
 # --- plan: DeepSpeed's against trainrepro's ---------------------------------------------------------
-def plan_differences(engine, plan, scheduled=False):
+def plan_differences(engine, plan, scheduled=False, cycles_betas=False):
     """`scheduled`: the config has a scheduler, which has already written its first rate into the
-    optimizer after deepspeed.initialize; the rate of every step then shows in the parameters."""
+    optimizer after deepspeed.initialize; the rate of every step then shows in the parameters.
+    `cycles_betas`: OneCycle has written its first betas too (cycle_min_mom, 0.99)."""
     differences = []
     for key in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
                 "world_size"):
@@ -221,7 +226,9 @@ def plan_differences(engine, plan, scheduled=False):
                            f"{engine['gradient_clipping']}")
     ours, theirs = plan["optimizer"], engine["optimizer"]
     keys = ["weight_decay"] if scheduled else ["lr", "weight_decay"]
-    keys += ["momentum"] if ours["type"].lower() == "sgd" else ["eps", "betas", "decoupled_weight_decay"]
+    keys += ["momentum"] if ours["type"].lower() == "sgd" else ["eps", "decoupled_weight_decay"]
+    if ours["type"].lower() != "sgd" and not cycles_betas:
+        keys.append("betas")
     for key in keys:
         if key not in theirs:
             differences.append(f"optimizer {key}: DeepSpeed's {theirs['class']} has none")
@@ -359,8 +366,11 @@ def judge_training(scenario, results, rank0, tensors, names, source, model):
                           f"{e['message'].splitlines()[0] if e['message'] else ''}")
     engine = rank0["engine"]
     plan = results["plan"]
+    scheduler = scenario.get("deepspeed", {}).get("scheduler")
     problems += [f"plan differs: {d}" for d in plan_differences(
-        engine, plan, scheduled="scheduler" in scenario.get("deepspeed", {}))]
+        engine, plan, scheduled=scheduler is not None,
+        cycles_betas=bool(scheduler) and scheduler.get("type") == "OneCycle"
+        and scheduler.get("params", {}).get("cycle_momentum", True))]
     steps = rank0["steps"]
     if len(steps) < golden_steps:
         return DISAGREE, f"DeepSpeed took {len(steps)} optimizer steps, {golden_steps} expected"
@@ -417,6 +427,10 @@ def judge_training(scenario, results, rank0, tensors, names, source, model):
     # A reproduction: DeepSpeed must go wrong where and as trainrepro says.
     named = expect.get("diagnosis")
     diagnosis = training.get("diagnosis") or {}
+    if named in PARAMETER_DIAGNOSES:
+        return judge_parameter_reproduction(named, training, steps, comparisons_of_parameters(
+            steps, tensors, names, golden_steps, rtol, atol, optimizer), first_parameter_mismatch,
+            first_gradient_mismatch, names, problems)
     step = diagnosis.get("step", training.get("first_gradient_mismatch"))
     if first_gradient_mismatch is None:
         problems.append(f"DeepSpeed's gradients match the golden at all {golden_steps} steps: "
@@ -452,6 +466,53 @@ def judge_training(scenario, results, rank0, tensors, names, source, model):
         return DISAGREE, "; ".join(problems[:6])
     return AGREE, (f"{named} at step {step}: DeepSpeed's gradient is the prediction to {error:.1e} "
                    f"and trainrepro's run to {worst_disagreement:.1e} (norm ratio "
+                   f"{comparisons[step][0]['norm_ratio']:.4g} vs golden)")
+
+
+# Diagnoses of an update that differs while the gradients before it match the golden: DeepSpeed
+# must leave the golden's parameters at the step trainrepro says, the same way trainrepro's run
+# does (there is no gradient prediction to test).
+PARAMETER_DIAGNOSES = {"lr_scheduler_stepped_every_micro_step"}
+
+
+def comparisons_of_parameters(steps, tensors, names, golden_steps, rtol, atol, optimizer):
+    allowance = AdamAllowance(optimizer)
+    comparisons = []
+    for s in range(golden_steps):
+        allowance.add_step(steps[s]["gradients"], [tensors[f"step{s}/grad/{n}"] for n in names])
+        comparisons.append([compare(steps[s]["parameters"][i], tensors[f"step{s}/param/{n}"], rtol, atol,
+                                    allowance.of(i)) for i, n in enumerate(names)])
+    return comparisons
+
+
+def judge_parameter_reproduction(named, training, steps, comparisons, first_parameter_mismatch,
+                                 first_gradient_mismatch, names, problems):
+    if first_parameter_mismatch is None:
+        problems.append(f"DeepSpeed's parameters match the golden at every step: {named} does not "
+                        "happen with DeepSpeed")
+        return DISAGREE, "; ".join(problems)
+    step = training.get("first_parameter_mismatch")
+    if step != first_parameter_mismatch:
+        problems.append(f"DeepSpeed's parameters leave the golden after step {first_parameter_mismatch}, "
+                        f"trainrepro's after {step}")
+        return DISAGREE, "; ".join(problems)
+    if first_gradient_mismatch is not None and first_gradient_mismatch <= step:
+        problems.append(f"DeepSpeed's gradients already differ at step {first_gradient_mismatch}")
+    worst_disagreement = 0.0
+    for i, (ours, theirs) in enumerate(zip(comparisons[step], training["steps"][step]["parameters"])):
+        value = float(steps[step]["parameters"][i][tuple(theirs["worst_index"])])
+        checks = [("norm ratio", ours["norm_ratio"], theirs["norm_ratio"]),
+                  ("cosine", ours["cosine"], theirs["cosine"]),
+                  (f"value at [{','.join(map(str, theirs['worst_index']))}]", value, theirs["worst_actual"])]
+        for what, a, b in checks:
+            gap = abs(a - b) / max(abs(b), 1e-3)
+            worst_disagreement = max(worst_disagreement, gap)
+            if gap > HYPOTHESIS_THRESHOLD:
+                problems.append(f"{names[i]} parameter {what}: DeepSpeed {a:.7g}, trainrepro's run {b:.7g}")
+    if problems:
+        return DISAGREE, "; ".join(problems[:6])
+    return AGREE, (f"{named}: DeepSpeed's parameters leave the golden after step {step}, as trainrepro's "
+                   f"run does (agreement {worst_disagreement:.1e}; norm ratio "
                    f"{comparisons[step][0]['norm_ratio']:.4g} vs golden)")
 
 

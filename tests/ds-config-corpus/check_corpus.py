@@ -20,6 +20,7 @@ than expected.json says (the status and a phrase of the reason), so a change in 
 harness makes of a real config shows here; --write-expected records the current outcomes.
 """
 import json
+import re
 import pathlib
 import subprocess
 import sys
@@ -103,6 +104,7 @@ def classify(text):
 
 def reason_of(text):
     """The part of a message that names the rule, without file paths (they differ per run)."""
+    text = re.sub(r" \(at [^()]*\.json:[^()]*\)", "", text)  # "(at FILE:/pointer)" inside a message
     for marker in (".json:", ".json: "):
         if marker in text:
             text = text.split(marker, 1)[1]

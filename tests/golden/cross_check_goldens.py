@@ -67,8 +67,43 @@ def gpt_loss_sum(params, options, inputs, targets, mask):
     return F.cross_entropy(logits[mask], targets[mask], reduction="sum"), int(mask.sum())
 
 
+class FusedLambAsWritten(torch.optim.Optimizer):
+    """DeepSpeed's FusedLamb as its CUDA kernel computes it (csrc/lamb/fused_lamb_cuda_kernel.cu),
+    per tensor, in plain torch: moments, update = m / denom + decay * p, the tensor's trust ratio
+    clamped to [min_coeff, max_coeff] (1 when a norm is 0), the bias-corrected step size."""
+
+    def __init__(self, params, config):
+        super().__init__(params, dict(lr=config["lr"], betas=tuple(config["betas"])))
+        self.config = config
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self):
+        c = self.config
+        self.t += 1
+        for group in self.param_groups:
+            b1, b2 = group["betas"]
+            size = group["lr"]
+            if c["bias_correction"]:
+                size *= math.sqrt(1 - b2 ** self.t) / (1 - b1 ** self.t)
+            for p in group["params"]:
+                state = self.state[p]
+                if not state:
+                    state["m"], state["v"] = torch.zeros_like(p), torch.zeros_like(p)
+                m, v, g = state["m"], state["v"], p.grad
+                m.mul_(b1).add_(g, alpha=1 - b1)
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+                denom = (v + c["eps"]).sqrt() if c["eps_inside_sqrt"] else v.sqrt() + c["eps"]
+                update = m / denom + c["weight_decay"] * p
+                w, u = float(p.norm()), float(update.norm())
+                ratio = min(max(w / u, c["min_coeff"]), c["max_coeff"]) if w != 0 and u != 0 else 1.0
+                p.add_(update, alpha=-size * ratio)
+
+
 def make_optimizer(config, params):
     lr, decay = config["lr"], config["weight_decay"]
+    if config["type"] == "Lamb":
+        return FusedLambAsWritten(params, config)
     if config["type"] == "SGD":
         return torch.optim.SGD(params, lr=lr, momentum=config["momentum"],
                                dampening=config["dampening"], nesterov=config["nesterov"],
@@ -83,9 +118,47 @@ def make_optimizer(config, params):
                             foreach=False)
 
 
+def one_cycle_scale(c, iteration):
+    """OneCycle's place in the cycle (0 bottom, 1 peak) one batch ahead of `iteration`."""
+    batch = iteration + 1
+    first, second = c["cycle_first_step_size"], c["cycle_second_step_size"]
+    total = first + second
+    x = 1 + batch / total - math.floor(1 + batch / total)
+    rising = x <= first / total
+    scale = x / (first / total) if rising else (x - 1) / (first / total - 1)
+    stairs = c["cycle_first_stair_count"] if rising else c["cycle_second_stair_count"]
+    if c["stair_counts_applied"] and stairs > 0:
+        offset = batch % total
+        position = offset * stairs / first if offset <= first else (total - offset) * stairs / second
+        scale = math.floor(position) / stairs
+    return scale
+
+
+def one_cycle(c, iteration):
+    """OneCycle's (lr, beta1 or None) at `iteration`, from DeepSpeed's documented policy."""
+    total = c["cycle_first_step_size"] + c["cycle_second_step_size"]
+    momentum = c["cycle_momentum"]
+    if iteration < 0:
+        return c["cycle_min_lr"], (c["cycle_min_mom"] if momentum else None)
+    if iteration < total:
+        scale = one_cycle_scale(c, iteration)
+        return (c["cycle_min_lr"] + (c["cycle_max_lr"] - c["cycle_min_lr"]) * scale,
+                c["cycle_max_mom"] - (c["cycle_max_mom"] - c["cycle_min_mom"]) * scale if momentum else None)
+    intervals = (iteration - total + 1) / c["decay_step_size"] if c["decay_step_size"] else 0.0
+    lr = c["cycle_min_lr"]
+    if c["decay_step_size"] and c["decay_lr_rate"]:
+        lr = lr / (1 + c["decay_lr_rate"] * intervals)
+    mom = c["cycle_max_mom"]
+    if c["decay_step_size"] and c["decay_mom_rate"]:
+        mom = mom * (1 + c["decay_mom_rate"] * intervals)
+    return lr, (mom if momentum else None)
+
+
 def scheduled_lr(schedule, iteration, base_lr):
     """DeepSpeed's WarmupLR / WarmupDecayLR / WarmupCosineLR rate at `iteration` (-1 before the
     first step), written again here from DeepSpeed's documented formulas, as the key records them."""
+    if schedule["type"] == "OneCycle":
+        return one_cycle(schedule, iteration)[0]
     warmup = max(2, schedule["warmup_num_steps"])
     log = schedule["warmup_type"] == "log"
 
@@ -166,6 +239,11 @@ def check_file(path):
         if "lr_schedule" in key:  # the engine steps the scheduler after each optimizer step
             for group in optimizer.param_groups:
                 group["lr"] = scheduled_lr(key["lr_schedule"], step - 1, key["optimizer"]["lr"])
+                # OneCycle writes (momentum, 0.99) into the betas of optimizers that have them.
+                if key["lr_schedule"]["type"] == "OneCycle" and "betas" in group:
+                    beta1 = one_cycle(key["lr_schedule"], step - 1)[1]
+                    if beta1 is not None:
+                        group["betas"] = (beta1, 0.99)
         optimizer.step()
         for name in names:
             differences[f"param/{name}"] = largest_difference(

@@ -65,11 +65,13 @@ TEST(DeepSpeedRelease, OwnOptimizerNamesMatchInAnyCaseTorchNamesExactly) {
   EXPECT_EQ(lower.optimizer_refused->message.rfind(
                 "AssertionError: sgd is not a supported DeepSpeed Optimizer", 0),
             0u);
-  config["optimizer"]["type"] = "Lamb";  // DeepSpeed's, but not the engine's
-  const DeepSpeedConfig lamb = read(config);
-  EXPECT_FALSE(lamb.optimizer_refused.has_value());
-  EXPECT_NE(lamb.optimizer_not_implemented.find("not implemented by the reference engine"),
+  config["optimizer"]["type"] = "lion";  // DeepSpeed's (any case), but not the engine's
+  const DeepSpeedConfig lion = read(config);
+  EXPECT_FALSE(lion.optimizer_refused.has_value());
+  EXPECT_NE(lion.optimizer_not_implemented.find("not implemented by the reference engine"),
             std::string::npos);
+  config["optimizer"]["type"] = "LAMB";  // DeepSpeed's and the engine's
+  EXPECT_EQ(read(config).optimizer->kind, OptimizerKind::lamb);
 }
 
 TEST(DeepSpeedRelease, LegacyZeroBooleanReadsAsStageOne) {

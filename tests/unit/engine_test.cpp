@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
@@ -70,6 +71,79 @@ TEST(Optimizer, SgdWithMomentumNesterovAndDecayMatchesTorchSgd) {
                 config,
                 torch::optim::SGDOptions(0.1).momentum(0.9).nesterov(true).weight_decay(0.01), 6)),
             1e-14);
+}
+
+// Lamb against a float64 transcription of DeepSpeed 0.19.8's FusedLamb CUDA kernel
+// (csrc/lamb/fused_lamb_cuda_kernel.cu: moments, update = m / denom + decay * p, the tensor's
+// trust ratio clamped to [min_coeff, max_coeff], 1 for a zero tensor; the bias-corrected step
+// size) written in Python for this test, not from this code. Three tensors, three steps.
+struct LambCase {
+  const char* name;
+  void (*configure)(OptimizerConfig&);
+  std::vector<double> expected;  // the three tensors after the steps, flattened and joined
+};
+
+TEST(Optimizer, LambMatchesDeepSpeedsFusedLambKernel) {
+  const std::vector<LambCase> cases = {
+      {"defaults with weight decay",
+       [](OptimizerConfig& c) {
+         c.lr = 0.01;
+         c.weight_decay = 0.01;
+       },
+       {0.48918987228741007, -1.0016968518322322, 1.9980556847926003, 0.0989152433408701,
+        0.0006429828026240608, -0.3017937636846409, 0.20039176770116957, -0.010138490926734838,
+        0.009902831409089362}},
+      {"trust ratio clamped to max_coeff",
+       [](OptimizerConfig& c) {
+         c.lr = 0.1;
+         c.max_coeff = 0.3;
+       },
+       {0.4370513883501499, -0.993452672865131, 1.9842621446847353, 0.08911872887537517,
+        0.006422748386862241, -0.31804680147851444, 0.2040141686710747, -0.10486380473544941,
+        0.0963227609959734}},
+      {"no bias correction, eps inside the square root",
+       [](OptimizerConfig& c) {
+         c.lr = 0.05;
+         c.weight_decay = 0.1;
+         c.bias_correction = false;
+         c.eps_inside_sqrt = true;
+         c.eps = 1e-6;
+         c.beta1 = 0.8;
+         c.beta2 = 0.99;
+       },
+       {0.3100169321077285, -1.076039406792762, 1.952060300588265, 0.08080144290003269,
+        0.00811104194093341, -0.33639773794181843, 0.21545514485127049, -0.10974916337736926,
+        0.09022111660519051}},
+  };
+  const std::vector<std::vector<std::vector<double>>> gradients = {
+      {{0.3, -0.2, 0.1}, {1.0, -2.0, 0.5, 0.25}, {0.1, -0.1}},
+      {{0.1, 0.4, -0.3}, {-0.5, 1.5, 0.0, -0.75}, {0.2, 0.3}},
+      {{-0.2, 0.1, 0.2}, {0.25, 0.5, 1.0, -1.0}, {-0.1, 0.05}}};
+  const auto tensor = [](const std::vector<double>& values) {
+    return at::tensor(values, at::kDouble);
+  };
+  for (const LambCase& lamb : cases) {
+    OptimizerConfig config;
+    config.kind = OptimizerKind::lamb;
+    config.decoupled_weight_decay = false;
+    lamb.configure(config);
+    Optimizer optimizer(config);
+    std::vector<at::Tensor> parameters = {tensor({0.5, -1.0, 2.0}),
+                                          tensor({0.1, 0.0, -0.3, 0.2}).reshape({2, 2}),
+                                          at::zeros({2}, at::kDouble)};
+    for (const auto& step : gradients) {
+      optimizer.step(parameters, {tensor(step[0]), tensor(step[1]).reshape({2, 2}), tensor(step[2])});
+    }
+    std::vector<double> actual;
+    for (const at::Tensor& parameter : parameters) {
+      const at::Tensor flat = parameter.reshape({-1}).contiguous();
+      actual.insert(actual.end(), flat.data_ptr<double>(), flat.data_ptr<double>() + flat.numel());
+    }
+    ASSERT_EQ(actual.size(), lamb.expected.size()) << lamb.name;
+    for (size_t i = 0; i < actual.size(); ++i) {
+      EXPECT_NEAR(actual[i], lamb.expected[i], 1e-14) << lamb.name << ", element " << i;
+    }
+  }
 }
 
 TEST(GradientClipping, ScalesToMaxNormOnlyWhenAbove) {

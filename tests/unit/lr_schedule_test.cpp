@@ -3,6 +3,7 @@
 // torch.optim.AdamW, stepped once per update: the rate each update uses), not by this code.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "harness/scenario/deepspeed_config.h"
@@ -108,13 +109,80 @@ TEST(LrSchedule, RefusesWhatDeepSpeedCannotBuild) {
   EXPECT_EQ(refused({{"type", "WarmupLR"}}),
             "TypeError: WarmupLR() argument after ** must be a mapping, not NoneType (a scheduler "
             "needs \"params\")");
+  EXPECT_EQ(refused(scheduler("OneCycle", {{"cycle_max_lr", 0.1}})),
+            "TypeError: OneCycle.__init__() missing 1 required positional argument: "
+            "'cycle_min_lr'");
+  EXPECT_EQ(refused(scheduler("OneCycle", nlohmann::json::object())),
+            "TypeError: OneCycle.__init__() missing 2 required positional arguments: "
+            "'cycle_min_lr' and 'cycle_max_lr'");
+  EXPECT_EQ(refused(scheduler("OneCycle", {{"cycle_min_lr", 0.0},
+                                           {"cycle_max_lr", 0.1},
+                                           {"cycle_first_step_size", 0}})),
+            "ValueError: cycle_first_step_size must be positive, got 0");
+  EXPECT_EQ(refused(scheduler("OneCycle", {{"cycle_min_lr", 0.0},
+                                           {"cycle_max_lr", 0.1},
+                                           {"warmup_num_steps", 3}})),
+            "TypeError: OneCycle.__init__() got an unexpected keyword argument "
+            "'warmup_num_steps' (at ds.json:/scheduler/params/warmup_num_steps)");
 
-  const DeepSpeedConfig one_cycle =
-      read(scheduler("OneCycle", {{"cycle_min_lr", 0.0}, {"cycle_max_lr", 0.1}}), 0.01);
-  EXPECT_FALSE(one_cycle.scheduler_refused.has_value());
-  EXPECT_NE(one_cycle.scheduler_not_implemented.find("\"OneCycle\" is valid in DeepSpeed but not "
-                                                     "implemented"),
+  const DeepSpeedConfig range_test =
+      read(scheduler("LRRangeTest", {{"lr_range_test_min_lr", 0.001}}), 0.01);
+  EXPECT_FALSE(range_test.scheduler_refused.has_value());
+  EXPECT_NE(range_test.scheduler_not_implemented.find("\"LRRangeTest\" is valid in DeepSpeed but "
+                                                      "not implemented"),
             std::string::npos);
+}
+
+// OneCycle: the rate and Adam's beta1 written at construction (iteration -1) and after each of 16
+// scheduler steps, as the real DeepSpeed 0.19.8 and 0.16.9 OneCycle classes wrote them into a
+// torch.optim.AdamW (beta2 is always 0.99). 0.16.9 ignores the stair counts.
+struct OneCycleCase {
+  nlohmann::json params;
+  std::vector<double> lr_0_19_8;
+  std::vector<double> beta1_0_19_8;
+  std::vector<double> lr_0_16_9;
+};
+
+TEST(LrSchedule, OneCycleMatchesDeepSpeed) {
+  const std::vector<OneCycleCase> cases = {
+      {{{"cycle_min_lr", 0.001}, {"cycle_max_lr", 0.01}, {"cycle_first_step_size", 3}, {"cycle_second_step_size", 2}, {"decay_step_size", 2}, {"decay_lr_rate", 0.5}, {"cycle_min_mom", 0.85}, {"cycle_max_mom", 0.95}, {"decay_mom_rate", 0.01}},
+       {0.001, 0.004, 0.006999999999999999, 0.009999999999999998, 0.0055, 0.001, 0.0008, 0.0006666666666666666, 0.0005714285714285715, 0.0005, 0.00044444444444444447, 0.0004, 0.00036363636363636367, 0.0003333333333333333, 0.0003076923076923077, 0.00028571428571428574, 0.0002666666666666667},
+       {0.85, 0.9166666666666666, 0.8833333333333333, 0.85, 0.9, 0.95, 0.9547499999999999, 0.9594999999999999, 0.9642499999999998, 0.969, 0.9737499999999999, 0.9784999999999999, 0.9832499999999998, 0.988, 0.9927499999999999, 0.9974999999999999, 1.0022499999999999},
+       {0.001, 0.004, 0.006999999999999999, 0.009999999999999998, 0.0055, 0.001, 0.0008, 0.0006666666666666666, 0.0005714285714285715, 0.0005, 0.00044444444444444447, 0.0004, 0.00036363636363636367, 0.0003333333333333333, 0.0003076923076923077, 0.00028571428571428574, 0.0002666666666666667}},
+      {{{"cycle_min_lr", 0.0005}, {"cycle_max_lr", 0.004}, {"cycle_first_step_size", 5}, {"cycle_second_step_size", 3}, {"cycle_first_stair_count", 2}, {"cycle_second_stair_count", 3}, {"decay_step_size", 3}, {"decay_lr_rate", 0.2}, {"decay_mom_rate", 0.05}},
+       {0.0005, 0.0005, 0.0005, 0.0022500000000000003, 0.0022500000000000003, 0.004, 0.002833333333333333, 0.0016666666666666666, 0.0005, 0.00046875000000000004, 0.0004411764705882353, 0.0004166666666666667, 0.0003947368421052632, 0.00037499999999999995, 0.0003571428571428572, 0.0003409090909090909, 0.00032608695652173916},
+       {0.8, 0.9, 0.9, 0.8500000000000001, 0.8500000000000001, 0.8, 0.8333333333333334, 0.8666666666666667, 0.9, 0.9149999999999999, 0.9300000000000002, 0.9450000000000001, 0.96, 0.975, 0.9900000000000001, 1.0050000000000001, 1.02},
+       {0.0005, 0.0012000000000000001, 0.0019000000000000002, 0.0026, 0.0033000000000000004, 0.004, 0.002833333333333333, 0.0016666666666666666, 0.0005, 0.00046875000000000004, 0.0004411764705882353, 0.0004166666666666667, 0.0003947368421052632, 0.00037499999999999995, 0.0003571428571428572, 0.0003409090909090909, 0.00032608695652173916}},
+      {{{"cycle_min_lr", 0.01}, {"cycle_max_lr", 0.1}, {"cycle_first_step_size", 4}, {"cycle_first_stair_count", 2}},
+       {0.01, 0.01, 0.05500000000000001, 0.05500000000000001, 0.1, 0.05500000000000001, 0.05500000000000001, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01},
+       {0.8, 0.9, 0.8500000000000001, 0.8500000000000001, 0.8, 0.8500000000000001, 0.8500000000000001, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9},
+       {0.01, 0.0325, 0.05500000000000001, 0.0775, 0.1, 0.0775, 0.05500000000000001, 0.0325, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01, 0.01}},
+  };
+  for (const OneCycleCase& one : cases) {
+    const DeepSpeedConfig current = read(scheduler("OneCycle", one.params), 0.123);
+    const DeepSpeedConfig old = read(scheduler("OneCycle", one.params), 0.123, "0.16.9");
+    ASSERT_TRUE(current.scheduler.has_value()) << one.params.dump();
+    ASSERT_TRUE(old.scheduler.has_value()) << one.params.dump();
+    for (size_t i = 0; i < one.lr_0_19_8.size(); ++i) {
+      const int64_t iteration = static_cast<int64_t>(i) - 1;
+      EXPECT_NEAR(scheduled_lr(*current.scheduler, iteration, 0.123), one.lr_0_19_8[i],
+                  1e-15 + 1e-12 * one.lr_0_19_8[i])
+          << one.params.dump() << " iteration " << iteration;
+      EXPECT_NEAR(scheduled_lr(*old.scheduler, iteration, 0.123), one.lr_0_16_9[i],
+                  1e-15 + 1e-12 * one.lr_0_16_9[i])
+          << "0.16.9 " << one.params.dump() << " iteration " << iteration;
+      const std::optional<Betas> betas = scheduled_betas(*current.scheduler, iteration);
+      ASSERT_TRUE(betas.has_value());
+      EXPECT_NEAR(betas->beta1, one.beta1_0_19_8[i], 1e-12) << one.params.dump() << " iteration " << iteration;
+      EXPECT_EQ(betas->beta2, 0.99);
+    }
+  }
+  // Without cycle_momentum the betas stay the optimizer's.
+  const DeepSpeedConfig fixed = read(scheduler("OneCycle", {{"cycle_min_lr", 0.001},
+                                                           {"cycle_max_lr", 0.01},
+                                                           {"cycle_momentum", false}}),
+                                     0.123);
+  EXPECT_FALSE(scheduled_betas(*fixed.scheduler, 3).has_value());
 }
 
 }  // namespace
