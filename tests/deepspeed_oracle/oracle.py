@@ -352,6 +352,25 @@ def judge_config_error(scenario, results, rank0):
                       f"says {trainrepro_text.strip()!r}")
 
 
+def agreement_with_trainrepro(ours, theirs, deepspeed_tensors, names, what_prefix, problems):
+    """DeepSpeed's and trainrepro's runs depart from the golden alike, tensor by tensor: norm ratio
+    and cosine against the golden, and the value at trainrepro's worst element, to
+    HYPOTHESIS_THRESHOLD relative. Appends each disagreement to `problems`; returns the largest."""
+    worst = 0.0
+    for i, (mine, reported) in enumerate(zip(ours, theirs)):
+        value = float(deepspeed_tensors[i][tuple(reported["worst_index"])])
+        checks = [("norm ratio", mine["norm_ratio"], reported["norm_ratio"]),
+                  ("cosine", mine["cosine"], reported["cosine"]),
+                  (f"value at [{','.join(map(str, reported['worst_index']))}]", value,
+                   reported["worst_actual"])]
+        for what, a, b in checks:
+            gap = abs(a - b) / max(abs(b), 1e-3)
+            worst = max(worst, gap)
+            if gap > HYPOTHESIS_THRESHOLD:
+                problems.append(f"{names[i]} {what_prefix}{what}: DeepSpeed {a:.7g}, trainrepro's run {b:.7g}")
+    return worst
+
+
 def judge_training(scenario, results, rank0, tensors, names, source, model):
     expect = scenario["expect"]
     training = results.get("training") or {}
@@ -450,18 +469,9 @@ def judge_training(scenario, results, rank0, tensors, names, source, model):
         problems.append(f"DeepSpeed's gradient at step {step} is not {named}'s prediction "
                         f"(relative error {error:.3g})")
     # Against trainrepro's own run: the same departure from the golden, tensor by tensor.
-    worst_disagreement = 0.0
-    trainrepro_step = training["steps"][step]["gradients"]
-    for i, (ours, theirs) in enumerate(zip(comparisons[step], trainrepro_step)):
-        value = float(steps[step]["gradients"][i][tuple(theirs["worst_index"])])
-        checks = [("norm ratio", ours["norm_ratio"], theirs["norm_ratio"]),
-                  ("cosine", ours["cosine"], theirs["cosine"]),
-                  (f"value at [{','.join(map(str, theirs['worst_index']))}]", value, theirs["worst_actual"])]
-        for what, a, b in checks:
-            gap = abs(a - b) / max(abs(b), 1e-3)
-            worst_disagreement = max(worst_disagreement, gap)
-            if gap > HYPOTHESIS_THRESHOLD:
-                problems.append(f"{names[i]} {what}: DeepSpeed {a:.7g}, trainrepro's run {b:.7g}")
+    worst_disagreement = agreement_with_trainrepro(
+        comparisons[step], training["steps"][step]["gradients"], steps[step]["gradients"], names,
+        "", problems)
     if problems:
         return DISAGREE, "; ".join(problems[:6])
     return AGREE, (f"{named} at step {step}: DeepSpeed's gradient is the prediction to {error:.1e} "
@@ -498,17 +508,9 @@ def judge_parameter_reproduction(named, training, steps, comparisons, first_para
         return DISAGREE, "; ".join(problems)
     if first_gradient_mismatch is not None and first_gradient_mismatch <= step:
         problems.append(f"DeepSpeed's gradients already differ at step {first_gradient_mismatch}")
-    worst_disagreement = 0.0
-    for i, (ours, theirs) in enumerate(zip(comparisons[step], training["steps"][step]["parameters"])):
-        value = float(steps[step]["parameters"][i][tuple(theirs["worst_index"])])
-        checks = [("norm ratio", ours["norm_ratio"], theirs["norm_ratio"]),
-                  ("cosine", ours["cosine"], theirs["cosine"]),
-                  (f"value at [{','.join(map(str, theirs['worst_index']))}]", value, theirs["worst_actual"])]
-        for what, a, b in checks:
-            gap = abs(a - b) / max(abs(b), 1e-3)
-            worst_disagreement = max(worst_disagreement, gap)
-            if gap > HYPOTHESIS_THRESHOLD:
-                problems.append(f"{names[i]} parameter {what}: DeepSpeed {a:.7g}, trainrepro's run {b:.7g}")
+    worst_disagreement = agreement_with_trainrepro(
+        comparisons[step], training["steps"][step]["parameters"], steps[step]["parameters"], names,
+        "parameter ", problems)
     if problems:
         return DISAGREE, "; ".join(problems[:6])
     return AGREE, (f"{named}: DeepSpeed's parameters leave the golden after step {step}, as trainrepro's "
