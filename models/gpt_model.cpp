@@ -100,8 +100,9 @@ at::Tensor GptModel::forward(const at::Tensor& inputs) {
       run_unit(*position_embedding_, [&] { return position_embedding_->weight.narrow(0, 0, s); });
   for (const auto& block : *blocks_) {
     auto* gpt_block = block->as<GptBlockImpl>();
-    x = run_unit(*gpt_block,
-                 [&] { return gpt_block->forward(x, allowed, parameters_partitioned()); });
+    x = run_block(*gpt_block, x, [this, gpt_block, allowed](const at::Tensor& input) {
+      return gpt_block->forward(input, allowed, parameters_partitioned());
+    });
   }
   x = run_unit(*ln_f_, [&] { return ln_f_(x); });
   return run_unit(*head_, [&] { return apply_linear(*head_, x, parameters_partitioned()); });

@@ -39,8 +39,15 @@ at::Tensor MlpModel::forward(const at::Tensor& inputs) {
   at::Tensor x = inputs;
   for (size_t i = 0; i < layers_->size(); ++i) {
     auto& layer = layers_->at<torch::nn::LinearImpl>(i);
-    x = run_unit(layer, [&] { return apply_linear(layer, x, parameters_partitioned()); });
-    if (i + 1 < layers_->size()) x = activate(x, activation_);
+    if (i + 1 == layers_->size()) {
+      // The output layer is the model's head: like transformers' lm_head, never checkpointed.
+      x = run_unit(layer, [&] { return apply_linear(layer, x, parameters_partitioned()); });
+      break;
+    }
+    // A hidden block is a layer with the activation after it: what a checkpoint wraps.
+    x = run_block(layer, x, [this, &layer](const at::Tensor& input) {
+      return activate(apply_linear(layer, input, parameters_partitioned()), activation_);
+    });
   }
   return x;
 }

@@ -4,11 +4,13 @@
 // a float32 run and its float64 golden start from the same weights.
 #pragma once
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <torch/nn/module.h>
 
+#include "models/activation_checkpoint.h"
 #include "models/batch.h"
 #include "models/zoo_choice.h"
 
@@ -32,6 +34,13 @@ class ZooModel : public torch::nn::Module {
   // Whether parameters are released between units: layers must then not let autograd keep
   // views of their weights (see linear_saving_weight.h).
   bool parameters_partitioned() const { return gate_ != nullptr; }
+  // Whether the model's forward checkpoints its blocks (the user's model code, set by the loop
+  // for the run under test; the golden is computed without).
+  void set_activation_checkpointing(ActivationCheckpointing mode) { checkpointing_ = mode; }
+  // Per parameter, in named_parameters() order: whether a checkpointed block holds it, so that
+  // its forward runs again in backward (ZeRO stage 3 gathers it once more). Known after the
+  // first forward.
+  std::vector<bool> recomputed_parameters();
 
   // The model's outputs for a batch (logits or predictions), with autograd history. Kept apart
   // from the loss because keeping outputs across steps is one of the habits that leak memory.
@@ -54,8 +63,27 @@ class ZooModel : public torch::nn::Module {
     return output;
   }
 
+  // One block of the model (MLP: a layer with its activation; GPT: a transformer block) as a
+  // unit whose `forward(input)` checkpointing can run again during backward. `forward` is kept
+  // until then: it must capture what it uses by value (tensors) or live as long as the model.
+  template <typename Forward>
+  at::Tensor run_block(torch::nn::Module& unit, const at::Tensor& input, Forward forward) {
+    if (checkpointing_ == ActivationCheckpointing::none) {
+      return run_unit(unit, [&] { return forward(input); });
+    }
+    checkpointed_units_.insert(&unit);
+    return checkpointed(
+        checkpointing_,
+        [this, &unit, forward](const at::Tensor& x) {
+          return run_unit(unit, [&] { return forward(x); });
+        },
+        input);
+  }
+
  private:
   ParameterGate* gate_ = nullptr;
+  ActivationCheckpointing checkpointing_ = ActivationCheckpointing::none;
+  std::set<const torch::nn::Module*> checkpointed_units_;
 };
 
 // Builds the model named by `spec` (see models/README.md) with its parameters in `dtype` on

@@ -43,7 +43,9 @@ ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, in
 // gather the model once per step (2Ψ(N-1)/N); stage 2 reduce-scatters every micro-step and
 // gathers once ((GAS+1)Ψ(N-1)/N); stage 3 gathers parameters for forward and for backward and
 // reduce-scatters every micro-step (3·GAS·Ψ(N-1)/N, the paper's 1.5x at GAS 1). Ψ in bytes.
+// `recomputed_bytes`: the parameters of checkpointed blocks, which stage 3 gathers once more
+// per micro-step for the recomputation in backward.
 int64_t expected_ring_bytes_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
-                                     int64_t parameter_bytes);
+                                     int64_t parameter_bytes, int64_t recomputed_bytes = 0);
 
 }  // namespace trainrepro

@@ -52,21 +52,28 @@ void Optimizer::sgd_update(at::Tensor& parameter, const at::Tensor& gradient, si
   parameter.add_(direction, -config_.lr);
 }
 
-void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index) {
+// Adam's and Lamb's running moments: exp_avg and exp_avg_sq, zero before the first step.
+void Optimizer::update_moments(const at::Tensor& parameter, const at::Tensor& gradient,
+                               size_t index) {
   at::Tensor& exp_avg = first_moment_[index];
   at::Tensor& exp_avg_sq = second_moment_[index];
   if (!exp_avg.defined()) {
     exp_avg = at::zeros_like(parameter);
     exp_avg_sq = at::zeros_like(parameter);
   }
+  exp_avg.mul_(config_.beta1).add_(gradient, 1.0 - config_.beta1);
+  exp_avg_sq.mul_(config_.beta2).addcmul_(gradient, gradient, 1.0 - config_.beta2);
+}
+
+void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index) {
   // Classic Adam folds weight decay into the gradient (L2); AdamW decays the weights directly.
   at::Tensor effective_gradient = gradient;
   if (!config_.decoupled_weight_decay && config_.weight_decay != 0.0) {
     effective_gradient = gradient.add(parameter, config_.weight_decay);
   }
-  exp_avg.mul_(config_.beta1).add_(effective_gradient, 1.0 - config_.beta1);
-  exp_avg_sq.mul_(config_.beta2)
-      .addcmul_(effective_gradient, effective_gradient, 1.0 - config_.beta2);
+  update_moments(parameter, effective_gradient, index);
+  const at::Tensor& exp_avg = first_moment_[index];
+  const at::Tensor& exp_avg_sq = second_moment_[index];
 
   const double t = static_cast<double>(steps_taken_);
   const double bias_correction1 = 1.0 - std::pow(config_.beta1, t);
@@ -83,14 +90,9 @@ void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, s
 // Adam, weight decay inside the update, the whole tensor's trust ratio on top. Under ZeRO 1-2
 // the tensor is the rank's flat partition, as DeepSpeed hands it to FusedLamb.
 void Optimizer::lamb_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index) {
-  at::Tensor& exp_avg = first_moment_[index];
-  at::Tensor& exp_avg_sq = second_moment_[index];
-  if (!exp_avg.defined()) {
-    exp_avg = at::zeros_like(parameter);
-    exp_avg_sq = at::zeros_like(parameter);
-  }
-  exp_avg.mul_(config_.beta1).add_(gradient, 1.0 - config_.beta1);
-  exp_avg_sq.mul_(config_.beta2).addcmul_(gradient, gradient, 1.0 - config_.beta2);
+  update_moments(parameter, gradient, index);
+  const at::Tensor& exp_avg = first_moment_[index];
+  const at::Tensor& exp_avg_sq = second_moment_[index];
   const at::Tensor denominator = config_.eps_inside_sqrt ? exp_avg_sq.add(config_.eps).sqrt_()
                                                          : exp_avg_sq.sqrt().add_(config_.eps);
   at::Tensor update = exp_avg.div(denominator);

@@ -38,6 +38,7 @@ class Optimizer {
 
  private:
   void sgd_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
+  void update_moments(const at::Tensor& parameter, const at::Tensor& gradient, size_t index);
   void adam_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
   void lamb_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
 

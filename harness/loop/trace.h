@@ -52,6 +52,9 @@ struct MemorySnapshot {
 struct Trace {
   std::vector<std::string> parameter_names;
   int64_t parameter_numel = 0;    // Ψ
+  // Elements of each parameter a checkpointed block holds (recomputed in backward), in
+  // parameter order; empty without activation checkpointing.
+  std::vector<int64_t> recomputed_parameter_numels;
   std::vector<at::Tensor> initial_parameters;  // float64 CPU
   std::vector<MicroStepRecord> micro_steps;
   // Every optimizer step; gradients and parameters only for the first `recorded_steps` (the

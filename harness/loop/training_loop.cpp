@@ -77,6 +77,7 @@ class TrainingLoop {
         engine_(model_, plan, communicator_),
         source_(data),
         samples_{plan.batch.micro_batch_per_gpu, ranks_} {
+    model_->set_activation_checkpointing(loop.activation_checkpointing);
     if (loop.evaluation) {
       evaluation_.emplace(*loop.evaluation, *model_, source_, samples_, dtype_, device_);
     }
@@ -117,6 +118,11 @@ class TrainingLoop {
       trace_.evaluation_peak_bytes_no_grad = trace_.evaluation_peak_bytes;
     }
     trace_.counters = engine_.counters();
+    const std::vector<bool> recomputed = model_->recomputed_parameters();
+    for (size_t i = 0; i < recomputed.size(); ++i) {
+      if (!recomputed[i]) continue;
+      trace_.recomputed_parameter_numels.push_back(trace_.initial_parameters[i].numel());
+    }
     trace_.memory = probe_.take_samples();
     trace_.live_at_end = CountingCpuAllocator::live_allocations();
     trace_.seconds =

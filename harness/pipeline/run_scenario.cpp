@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include <c10/util/Exception.h>
+
 #include "harness/distributed/communicator.h"
 #include "harness/distributed/mpi_session.h"
 #include "harness/distributed/rank_launcher.h"
@@ -300,6 +302,12 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
     loop_options.recorded_steps = scenario.golden.steps;
     loop_options.communicator = communicator.get();
     trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan, loop_options);
+  } catch (const c10::Error& error) {
+    // LibTorch's message without its C++ frame dump: the frames say nothing to a user.
+    result.verdict = error_verdict(ErrorSource::infrastructure,
+                                   scenario.file + ": training failed: " +
+                                       error.what_without_backtrace());
+    return;
   } catch (const std::exception& error) {
     result.verdict = error_verdict(ErrorSource::infrastructure,
                                    scenario.file + ": training failed: " + error.what());

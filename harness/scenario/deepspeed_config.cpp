@@ -762,6 +762,14 @@ void warn_about_top_level_keys(const ObjectReader& section, const DeepSpeedRelea
     if (key == "managed_gradient_accumulation") {
       warnings.push_back(where + "DeepSpeed " + release.version +
                          " ignores this key (it exists from 0.19.4 on)");
+    } else if (key == "activation_checkpointing") {
+      warnings.push_back(where +
+                         "configures deepspeed.checkpointing.checkpoint, which only the model's "
+                         "own code calls: by itself it checkpoints nothing (a scenario says "
+                         "whether the model checkpoints its blocks with the loop key "
+                         "\"activation_checkpointing\"); its memory-layout options "
+                         "(partition_activations, cpu_checkpointing, "
+                         "contiguous_memory_optimization) are not modelled");
     } else if (deepspeed_top_level_keys().count(key)) {
       warnings.push_back(where +
                          "a DeepSpeed feature the reference engine does not implement; ignored "

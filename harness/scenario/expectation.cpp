@@ -23,6 +23,8 @@ const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
       {DiagnosisKind::step_once_per_window, "step_once_per_window"},
       {DiagnosisKind::unmanaged_gradient_accumulation, "unmanaged_gradient_accumulation"},
       {DiagnosisKind::per_micro_batch_token_normalisation, "per_micro_batch_token_normalisation"},
+      {DiagnosisKind::reentrant_checkpoint_without_input_grad,
+       "reentrant_checkpoint_without_input_grad"},
       {DiagnosisKind::backward_in_evaluation, "backward_in_evaluation"},
       {DiagnosisKind::training_diverged, "training_diverged"},
       {DiagnosisKind::lr_scheduler_stepped_every_micro_step, "lr_scheduler_stepped_every_micro_step"},

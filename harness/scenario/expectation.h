@@ -22,6 +22,7 @@ enum class DiagnosisKind {
   step_once_per_window,             // boundary only every GAS step() calls
   unmanaged_gradient_accumulation,  // managed_gradient_accumulation false: every step() steps
   per_micro_batch_token_normalisation,
+  reentrant_checkpoint_without_input_grad,  // a checkpointed block fed no input with history
   backward_in_evaluation,  // evaluation's gradients land in the next training step
   training_diverged,       // the run's loss, gradients or parameters became NaN or Inf
   lr_scheduler_stepped_every_micro_step,  // the loop steps the config's scheduler too

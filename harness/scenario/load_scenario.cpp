@@ -52,6 +52,9 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
   spec.clip_grad_norm = loop.optional_number("clip_grad_norm", 0.0, 0.0);
   spec.lr_scheduler_step = loop.optional_enum("lr_scheduler_step", spec.lr_scheduler_step,
                                               lr_scheduler_stepping_spellings());
+  spec.activation_checkpointing =
+      loop.optional_enum("activation_checkpointing", spec.activation_checkpointing,
+                         activation_checkpointing_spellings());
   loop.note_known("evaluation");
   if (loop.has("evaluation")) {
     ObjectReader evaluation = loop.required_object("evaluation");

@@ -9,6 +9,7 @@
 
 #include "harness/scenario/deepspeed_config.h"
 #include "harness/scenario/expectation.h"
+#include "models/checkpointing_choice.h"
 #include "models/zoo_choice.h"
 
 namespace trainrepro {
@@ -85,6 +86,8 @@ struct LoopSpec {
   // multiplied by the loss scale).
   double clip_grad_norm = 0.0;
   LrSchedulerStepping lr_scheduler_step = LrSchedulerStepping::engine;
+  // Whether the user's model checkpoints its blocks, and how (models/activation_checkpoint.h).
+  ActivationCheckpointing activation_checkpointing = ActivationCheckpointing::none;
   int64_t steps = 0;  // optimizer steps to run; the loader sets it to golden.steps when absent
 };
 
@@ -141,6 +144,7 @@ const EnumSpellings<SteppingHabit>& stepping_spellings();
 const EnumSpellings<TokenNormalisation>& token_normalisation_spellings();
 const EnumSpellings<LrSchedulerStepping>& lr_scheduler_stepping_spellings();
 const EnumSpellings<KeepHabit>& keep_spellings();
+const EnumSpellings<ActivationCheckpointing>& activation_checkpointing_spellings();
 const EnumSpellings<Requirement>& requirement_spellings();
 
 }  // namespace trainrepro

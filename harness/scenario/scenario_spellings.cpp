@@ -58,6 +58,14 @@ const EnumSpellings<TokenNormalisation>& token_normalisation_spellings() {
   return spellings;
 }
 
+const EnumSpellings<ActivationCheckpointing>& activation_checkpointing_spellings() {
+  static const EnumSpellings<ActivationCheckpointing> spellings = {
+      {ActivationCheckpointing::none, "none"},
+      {ActivationCheckpointing::reentrant, "reentrant"},
+      {ActivationCheckpointing::non_reentrant, "non_reentrant"}};
+  return spellings;
+}
+
 const EnumSpellings<LrSchedulerStepping>& lr_scheduler_stepping_spellings() {
   static const EnumSpellings<LrSchedulerStepping> spellings = {
       {LrSchedulerStepping::engine, "engine"},

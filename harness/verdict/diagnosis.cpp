@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <limits>
+#include <utility>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -58,8 +59,12 @@ std::string format(const char* pattern, double value) {
 // Gradients of the summed loss over samples [begin, end) at the golden's parameters, float64.
 class ReferenceGradients {
  public:
-  ReferenceGradients(const Scenario& scenario, const std::vector<at::Tensor>& parameters)
+  // `checkpointing`: how the model's forward checkpoints its blocks (the loop's habit); only
+  // reentrant checkpointing changes which parameters get a gradient.
+  ReferenceGradients(const Scenario& scenario, const std::vector<at::Tensor>& parameters,
+                     ActivationCheckpointing checkpointing = ActivationCheckpointing::none)
       : model_(build_model(scenario.model, at::kDouble, at::kCPU)), source_(scenario.data) {
+    model_->set_activation_checkpointing(checkpointing);
     c10::NoGradGuard no_grad;
     size_t i = 0;
     for (auto& item : model_->named_parameters(/*recurse=*/true)) {
@@ -88,14 +93,22 @@ class ReferenceGradients {
 };
 
 struct Hypothesis {
+  Hypothesis(DiagnosisKind kind, Gradients predicted, bool from_config = false,
+             std::string specifics = "")
+      : kind(kind),
+        predicted(std::move(predicted)),
+        from_config(from_config),
+        specifics(std::move(specifics)) {}
   DiagnosisKind kind;
   Gradients predicted;
   // Explained by the config itself (the batch keys, managed accumulation): where two
   // hypotheses predict the same gradient, the one the config shows wins.
-  bool from_config = false;
+  bool from_config;
+  std::string specifics;  // what this prediction found, for the explanation (names, figures)
 };
 
-std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& plan, int64_t step) {
+std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& plan, int64_t step,
+                    const std::string& specifics) {
   const ResolvedBatch& batch = plan.batch;
   const std::string gas = std::to_string(batch.gradient_accumulation_steps);
   const std::string intended = std::to_string(scenario.golden.train_batch_size);
@@ -179,7 +192,33 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
              "loss's gradient: the evaluation before it called backward(), computing gradients "
              "where none are needed and leaving them in .grad for the next training step. Fix: "
              "evaluate under torch.no_grad() and never call backward() on an evaluation loss";
+    case DiagnosisKind::reentrant_checkpoint_without_input_grad: {
+      // Predicted at the config's batch: when that is not the intended one, say so as well.
+      std::string batch_too;
+      if (batch.train_batch_size != scenario.golden.train_batch_size) {
+        const bool accumulation_missing = batch.gradient_accumulation_steps == 1 &&
+                                          batch.train_batch_size < scenario.golden.train_batch_size;
+        batch_too = ". Besides: " + explain(accumulation_missing
+                                                ? DiagnosisKind::no_accumulation
+                                                : DiagnosisKind::effective_batch_differs,
+                                            scenario, plan, step, "");
+      }
+      return specifics +
+             " never get a gradient: the model runs each block inside a reentrant checkpoint "
+             "(deepspeed.checkpointing.checkpoint, or torch.utils.checkpoint with "
+             "use_reentrant=True), which is an autograd function of the block's inputs only. "
+             "The first block's input, the data, does not require grad, so that checkpoint's "
+             "output has no autograd history, and neither has any checkpointed block fed from "
+             "it: backward never reaches them and their parameters never train, without an "
+             "error as long as a later layer still trains. Fix: "
+             "deepspeed.checkpointing.non_reentrant_checkpoint or torch.utils.checkpoint(..., "
+             "use_reentrant=False), or make the input require grad before the first checkpoint "
+             "(transformers: model.enable_input_require_grads())" + batch_too;
+    }
     case DiagnosisKind::training_diverged:  // judged from the trace's values, not a hypothesis
+    case DiagnosisKind::lr_scheduler_stepped_every_micro_step:
+    case DiagnosisKind::lamb_trust_ratio_over_partition:
+    case DiagnosisKind::unscaled_by_grown_scale:
     case DiagnosisKind::overflow_skipped_steps:
     case DiagnosisKind::loss_scale_at_minimum:
     case DiagnosisKind::low_precision_accumulation:
@@ -341,6 +380,25 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
     }
     hypotheses.push_back({DiagnosisKind::backward_in_evaluation, predicted});
   }
+  // A reentrant checkpoint of a block whose input has no history: the same window through a
+  // reentrant-checkpointed float64 model; what it leaves without a gradient is named.
+  if (scenario.loop.activation_checkpointing == ActivationCheckpointing::reentrant) {
+    ReferenceGradients checkpointed(scenario, parameters_before, ActivationCheckpointing::reentrant);
+    const RankWindow checkpointed_window = window_of(checkpointed, samples, first, gas);
+    Gradients predicted = rank_zero_holds(checkpointed_window, Normalised::by_window_items,
+                                          engine_scale, /*reduced=*/true, 0, gas);
+    std::string without_gradient;
+    for (size_t i = 0; i < predicted.size(); ++i) {
+      if (predicted[i].abs().max().item<double>() == 0.0 &&
+          correct[i].abs().max().item<double>() != 0.0) {
+        without_gradient += (without_gradient.empty() ? "" : ", ") + golden.parameter_names[i];
+      }
+    }
+    if (!without_gradient.empty()) {
+      hypotheses.push_back({DiagnosisKind::reentrant_checkpoint_without_input_grad,
+                            std::move(predicted), /*from_config=*/false, without_gradient});
+    }
+  }
   // Never zeroed: the loop steps the optimizer itself and never calls engine.step(), so the
   // engine reaches a boundary (and reduces) only when every backward is one (GAS 1).
   if (step > 0) {
@@ -361,6 +419,7 @@ Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan,
   const Gradients& observed = trace.steps[step].gradients;
   double best_error = std::numeric_limits<double>::infinity();
   bool best_from_config = false;
+  std::string best_specifics;
   for (const Hypothesis& hypothesis : build_hypotheses(scenario, plan, trace, golden, step)) {
     const double error = relative_error(observed, hypothesis.predicted);
     diagnosis.tested.push_back({hypothesis.kind, error});
@@ -376,11 +435,12 @@ Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan,
       if (matches) {
         diagnosis.kind = hypothesis.kind;
         best_from_config = hypothesis.from_config;
+        best_specifics = hypothesis.specifics;
       }
     }
   }
   if (diagnosis.kind) {
-    diagnosis.explanation = explain(*diagnosis.kind, scenario, plan, step) +
+    diagnosis.explanation = explain(*diagnosis.kind, scenario, plan, step, best_specifics) +
                             format(" (matched to a relative error of %.1e)", best_error);
     return diagnosis;
   }

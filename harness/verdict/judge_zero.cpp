@@ -114,9 +114,12 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   }
 
   judgement.ring_bytes_per_step = last.ring_bytes;
+  const int64_t recomputed_numel = padded_numel_from_shapes(
+      plan.zero_stage, plan.batch.world_size, trace.recomputed_parameter_numels);
   judgement.expected_ring_bytes_per_step = expected_ring_bytes_per_step(
       plan.zero_stage, plan.batch.world_size, plan.batch.gradient_accumulation_steps,
-      judgement.partitioned_numel * judgement.bytes_per_parameter.parameters);
+      judgement.partitioned_numel * judgement.bytes_per_parameter.parameters,
+      recomputed_numel * judgement.bytes_per_parameter.parameters);
   judgement.traffic_ratio =
       ratio(judgement.ring_bytes_per_step, judgement.expected_ring_bytes_per_step);
   judgement.traffic_judged = figures_judged && !scenario.loop.evaluation.has_value();

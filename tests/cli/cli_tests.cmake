@@ -7,7 +7,7 @@ add_cli_test(config-resolve-computes-gas 0
   [=[^\{"train_batch_size":32,"train_micro_batch_size_per_gpu":4,"gradient_accumulation_steps":4,"world_size":2,"deepspeed_version":"0\.19\.8"\}]=]
   config resolve ${data}/ds_configs/tb_and_micro.json --world-size 2)
 add_cli_test(config-resolve-warns-about-unimplemented-keys 0
-  [=[warning: tests/data/ds_configs/tb_and_micro.json:/activation_checkpointing: a DeepSpeed feature the reference engine does not implement]=]
+  [=[warning: tests/data/ds_configs/tb_and_micro.json:/activation_checkpointing: configures deepspeed\.checkpointing\.checkpoint, which only the model's own code calls: by itself it checkpoints nothing]=]
   config resolve ${data}/ds_configs/tb_and_micro.json)
 add_cli_test(config-resolve-prints-deepspeed-mismatch-message 2
   [=[tests/data/ds_configs/inconsistent.json: Check batch related parameters\. train_batch_size is not equal to micro_batch_per_gpu \* gradient_acc_step \* world_size 33 != 17 \* 2 \* 2]=]

@@ -164,14 +164,14 @@ TEST(DeepSpeedRelease, RemovedKeysAreRefusedBy0198AndWarnedAboutBy0169) {
 
 TEST(DeepSpeedRelease, WarningsTellIgnoredKeysFromUnimplementedFeatures) {
   nlohmann::json config = batch_config();
-  config["activation_checkpointing"] = {{"partition_activations", true}};
+  config["tensor_parallel"] = {{"autotp_size", 2}};
   config["gradient_acumulation_steps"] = 4;  // a typo DeepSpeed silently ignores
   const DeepSpeedConfig read_config = read(config);
   ASSERT_EQ(read_config.warnings.size(), 2u);
-  EXPECT_NE(read_config.warnings[1].find("gradient_acumulation_steps: not a DeepSpeed 0.19.8 "
+  EXPECT_NE(read_config.warnings[0].find("gradient_acumulation_steps: not a DeepSpeed 0.19.8 "
                                          "setting: DeepSpeed ignores it too"),
             std::string::npos);
-  EXPECT_NE(read_config.warnings[0].find("activation_checkpointing: a DeepSpeed feature"), std::string::npos);
+  EXPECT_NE(read_config.warnings[1].find("tensor_parallel: a DeepSpeed feature"), std::string::npos);
 }
 
 TEST(DeepSpeedRelease, ManagedGradientAccumulationExistsFrom0194) {

@@ -3,6 +3,9 @@
 // it, instead of failing every scenario with "no known cause".
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "harness/golden/golden_run.h"
 #include "harness/loop/training_loop.h"
 #include "harness/scenario/load_scenario.h"
@@ -54,6 +57,18 @@ TEST_F(GoldenStaleness, ChangedSamplesOrParameterOrderAreNamed) {
   std::swap(order.parameter_names[0], order.parameter_names[1]);
   EXPECT_NE(find_stale_golden(scenario_, trace_, order)->find("names or order changed"),
             std::string::npos);
+}
+
+// A golden written on another CPU: its samples rounded in another order (a few units in the
+// last place) are the same samples. Twice the allowance is not.
+TEST_F(GoldenStaleness, SamplesRoundedOnAnotherCpuAreNotStale) {
+  Golden other_cpu = golden_;
+  const at::Tensor inputs = other_cpu.data.inputs;
+  const double scale = std::max(1.0, inputs.abs().max().item<double>());
+  other_cpu.data.inputs = inputs + inputs.abs() * 4 * std::numeric_limits<double>::epsilon();
+  EXPECT_EQ(find_stale_golden(scenario_, trace_, other_cpu), std::nullopt);
+  other_cpu.data.inputs = inputs + 2e-12 * scale;
+  EXPECT_TRUE(find_stale_golden(scenario_, trace_, other_cpu).has_value());
 }
 
 }  // namespace
