@@ -76,6 +76,7 @@ def run(job, rank, world_size, record):
         module = zoo.build_model_with_defaults(job["model"])
         names = [n for n, _ in module.named_parameters()]
 
+    module.checkpointing = job["loop"].get("activation_checkpointing", "none")
     started = time.time()
     try:
         engine, optimizer, _, lr_scheduler = deepspeed.initialize(model=module,

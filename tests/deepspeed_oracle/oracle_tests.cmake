@@ -14,7 +14,8 @@ set_tests_properties(oracle/prepare PROPERTIES LABELS oracle FIXTURES_SETUP deep
 file(GLOB oracle_scenarios CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/accumulation/*.json
      ${PROJECT_SOURCE_DIR}/scenarios/zero/*.json
      ${PROJECT_SOURCE_DIR}/scenarios/deepspeed-versions/*.json
-     ${PROJECT_SOURCE_DIR}/scenarios/schedulers/*.json)
+     ${PROJECT_SOURCE_DIR}/scenarios/schedulers/*.json
+     ${PROJECT_SOURCE_DIR}/scenarios/checkpointing/*.json)
 foreach(scenario_file IN LISTS oracle_scenarios)
   file(READ ${scenario_file} content)
   string(JSON version ERROR_VARIABLE no_version GET "${content}" deepspeed_version)

@@ -88,6 +88,20 @@ class SampleSource:
 
 
 # --- models (models/mlp_model.cpp, models/gpt_model.cpp) --------------------------------------
+def run_block(module, block, *args):
+    """A block as the loop's "activation_checkpointing" habit runs it: through DeepSpeed's own
+    checkpoint functions (reentrant or not), or plainly."""
+    mode = getattr(module, "checkpointing", "none")
+    if mode == "none" or not torch.is_grad_enabled():
+        return block(*args)
+    import deepspeed  # deepspeed.checkpointing is runtime.activation_checkpointing.checkpointing
+    if mode == "reentrant":
+        return deepspeed.checkpointing.checkpoint(block, *args)
+    if mode == "non_reentrant":
+        return deepspeed.checkpointing.non_reentrant_checkpoint(block, *args)
+    raise ValueError(f"unknown activation_checkpointing {mode!r}")
+
+
 class Mlp(nn.Module):
     def __init__(self, options):
         super().__init__()
@@ -96,13 +110,12 @@ class Mlp(nn.Module):
         self.layers = nn.ModuleList(nn.Linear(dims[i], dims[i + 1]) for i in range(len(dims) - 1))
 
     def forward(self, inputs):
+        activate = {"relu": F.relu, "tanh": torch.tanh,
+                    "gelu": lambda t: F.gelu(t, approximate="none")}[self.activation]
         x = inputs
-        for i, layer in enumerate(self.layers):
-            x = layer(x)
-            if i + 1 < len(self.layers):
-                x = {"relu": F.relu, "tanh": torch.tanh,
-                     "gelu": lambda t: F.gelu(t, approximate="none")}[self.activation](x)
-        return x
+        for layer in self.layers[:-1]:  # hidden blocks: a layer and its activation
+            x = run_block(self, lambda t, layer=layer: activate(layer(t)), x)
+        return self.layers[-1](x)  # the head, never checkpointed
 
     @staticmethod
     def loss_sum(outputs, batch):
@@ -150,7 +163,7 @@ class Gpt(nn.Module):
         allowed = causal & (inputs != 0).view(n, 1, 1, s)
         x = self.token_embedding(inputs) + self.position_embedding.weight[:s]
         for block in self.blocks:
-            x = block(x, allowed)
+            x = run_block(self, block, x, allowed)
         return self.head(self.ln_f(x))
 
     @staticmethod
