@@ -15,6 +15,19 @@ std::string format_located(const std::string& file, const std::string& location,
 
 }  // namespace
 
+std::string line_and_column(const std::string& text, size_t byte_offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < byte_offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
 ScenarioError::ScenarioError(std::string file, std::string location, std::string message)
     : std::runtime_error(format_located(file, location, message)),
       file_(std::move(file)),

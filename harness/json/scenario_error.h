@@ -1,10 +1,15 @@
 // An error in a file the user wrote (a scenario, a DeepSpeed config), located precisely enough
 // to fix without searching: `scenarios/x.json:/deepspeed/train_batch_size: expected …, found …`.
 #pragma once
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
 namespace trainrepro {
+
+// "line:column" (both from 1) of a byte offset into `text`: parsers count bytes, people count
+// lines.
+std::string line_and_column(const std::string& text, size_t byte_offset);
 
 class ScenarioError : public std::runtime_error {
  public:

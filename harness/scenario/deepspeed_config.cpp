@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <optional>
 #include <limits>
 #include <set>
 
@@ -151,6 +153,15 @@ std::optional<std::string> read_lamb_params(const nlohmann::json& raw_params, Ob
 void read_optimizer(ObjectReader& section, const DeepSpeedRelease& release,
                     DeepSpeedConfig& result) {
   ObjectReader block = section.required_object("optimizer");
+  if (!block.has("type")) {
+    // DeepSpeed's get_optimizer_name reads an optimizer block without "type" as no optimizer
+    // at all (its "params" are never read), so deepspeed.initialize builds none from it.
+    block.note_known("params");
+    result.warnings.push_back(section.file() + ":" + section.pointer_to("optimizer") +
+                              ": has no \"type\": DeepSpeed builds no optimizer from it "
+                              "(the training script must pass one to deepspeed.initialize)");
+    return;
+  }
   OptimizerConfig optimizer;
   optimizer.type_as_written = block.required_string("type");
   result.optimizer_type = optimizer.type_as_written;
@@ -511,6 +522,47 @@ void check_validated_section(const ObjectReader& section, const DeepSpeedRelease
                          std::set<std::string>(outside.begin(), outside.end()));
 }
 
+// An integer as pydantic's lax mode reads one: an integer, a whole float, a string of digits or a
+// boolean; nothing for anything else.
+std::optional<int64_t> lax_integer(const nlohmann::json& value) {
+  if (value.is_boolean()) return value.get<bool>() ? 1 : 0;
+  if (value.is_number_integer()) return value.get<int64_t>();
+  if (value.is_number_float()) {
+    const double number = value.get<double>();
+    if (std::isfinite(number) && number == std::floor(number) && std::fabs(number) < 1e18) {
+      return static_cast<int64_t>(number);
+    }
+    return std::nullopt;
+  }
+  if (value.is_string()) {
+    const std::string text = value.get<std::string>();
+    size_t digits_from = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+    if (text.size() == digits_from || text.size() > 18) return std::nullopt;
+    for (size_t i = digits_from; i < text.size(); ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(text[i]))) return std::nullopt;
+    }
+    return std::stoll(text);
+  }
+  return std::nullopt;
+}
+
+// How Python prints a value pydantic quotes in its errors ('text', None, True, 2.5).
+std::string python_repr(const nlohmann::json& value) {
+  if (value.is_string()) return "'" + value.get<std::string>() + "'";
+  if (value.is_null()) return "None";
+  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
+  return value.dump();
+}
+
+std::string python_type_name(const nlohmann::json& value) {
+  if (value.is_string()) return "str";
+  if (value.is_null()) return "NoneType";
+  if (value.is_boolean()) return "bool";
+  if (value.is_number_integer()) return "int";
+  if (value.is_number_float()) return "float";
+  return value.is_array() ? "list" : "dict";
+}
+
 // "zero_optimization": {"stage": N, …}, or the legacy boolean DeepSpeed still reads as stage 1
 // (runtime/zero/config.py read_zero_config_deprecated). A stage outside 0-3 fails the pydantic
 // schema of DeepSpeedZeroConfig, before any batch arithmetic.
@@ -531,21 +583,20 @@ void read_zero_optimization(ObjectReader& section, const DeepSpeedRelease& relea
   zero.note_known("stage");
   if (zero.has("stage")) {
     const nlohmann::json& stage = zero.required_value("stage");
-    if (!stage.is_number_integer()) {
-      zero.fail("stage", "expected an integer 0-3, found " + describe_json_value(stage));
-    }
-    const int64_t written = stage.get<int64_t>();
-    if (written < 0 || written > 3) {
+    // pydantic's lax mode: 2, 2.0, "2" and true (1) are stages; anything else, or a number
+    // outside 0-3, is its enum error.
+    const std::optional<int64_t> written = lax_integer(stage);
+    if (!written || *written < 0 || *written > 3) {
       if (!result.refused_while_reading) {
         result.refused_while_reading = ConfigError{
             ConfigErrorKind::zero_stage_unsupported,
             "1 validation error for DeepSpeedZeroConfig: stage: Input should be 0, 1, 2, 3 or 3 "
             "[type=enum, input_value=" +
-                std::to_string(written) +
-                ", input_type=int] (DeepSpeed's maximum ZeRO stage is 3)"};
+                python_repr(stage) + ", input_type=" + python_type_name(stage) +
+                "] (DeepSpeed's maximum ZeRO stage is 3)"};
       }
     } else {
-      result.zero_stage = written;
+      result.zero_stage = *written;
     }
   }
   check_validated_section(zero, release, "/zero_optimization", value,
@@ -781,6 +832,32 @@ void warn_about_top_level_keys(const ObjectReader& section, const DeepSpeedRelea
   }
 }
 
+// Every setting after the removed-key check, in the order trainrepro reads them.
+void read_deepspeed_settings(ObjectReader& section, const DeepSpeedRelease& release,
+                             DeepSpeedConfig& result) {
+  // DeepSpeedConfig validates the ZeRO section (pydantic) before it asserts the batch sizes.
+  read_zero_optimization(section, release, result);
+  result.batch.train_batch_size = read_batch_key(section, "train_batch_size");
+  result.batch.micro_batch_per_gpu = read_batch_key(section, "train_micro_batch_size_per_gpu");
+  result.batch.gradient_accumulation_steps = read_batch_key(section, "gradient_accumulation_steps");
+
+  section.note_known("optimizer");
+  if (section.has("optimizer")) read_optimizer(section, release, result);
+  result.gradient_clipping =
+      section.optional_number("gradient_clipping", release.gradient_clipping_default, 0.0);
+  result.zero_allow_untested_optimizer =
+      section.optional_bool("zero_allow_untested_optimizer", false);
+  if (release.has_managed_gradient_accumulation) {
+    result.managed_gradient_accumulation =
+        section.optional_bool("managed_gradient_accumulation", true);
+  }
+  section.note_known("scheduler");
+  if (section.has("scheduler")) read_scheduler(section, release, result);
+
+  read_precision(section, release, result);
+  warn_about_top_level_keys(section, release, result.warnings);
+}
+
 }  // namespace
 
 const EnumSpellings<OptimizerKind>& optimizer_spellings() {
@@ -802,27 +879,13 @@ DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::s
   for (const RemovedKey& removed : release.removed_keys) {
     if (removed.section.empty()) section.note_known(removed.key);
   }
-
-  result.batch.train_batch_size = read_batch_key(section, "train_batch_size");
-  result.batch.micro_batch_per_gpu = read_batch_key(section, "train_micro_batch_size_per_gpu");
-  result.batch.gradient_accumulation_steps = read_batch_key(section, "gradient_accumulation_steps");
-
-  section.note_known("optimizer");
-  if (section.has("optimizer")) read_optimizer(section, release, result);
-  result.gradient_clipping =
-      section.optional_number("gradient_clipping", release.gradient_clipping_default, 0.0);
-  result.zero_allow_untested_optimizer =
-      section.optional_bool("zero_allow_untested_optimizer", false);
-  if (release.has_managed_gradient_accumulation) {
-    result.managed_gradient_accumulation =
-        section.optional_bool("managed_gradient_accumulation", true);
+  // DeepSpeed refuses a removed key before it reads anything else: a bad value elsewhere in
+  // such a config is never reached (config.py _reject_removed_config_keys comes first).
+  try {
+    read_deepspeed_settings(section, release, result);
+  } catch (const ScenarioError&) {
+    if (!result.refused_while_reading) throw;
   }
-  read_zero_optimization(section, release, result);
-  section.note_known("scheduler");
-  if (section.has("scheduler")) read_scheduler(section, release, result);
-
-  read_precision(section, release, result);
-  warn_about_top_level_keys(section, release, result.warnings);
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <vector>
 
+#include "harness/json/hjson_reader.h"
 #include "harness/json/json_fields.h"
 #include "harness/json/scenario_error.h"
 
@@ -91,20 +92,6 @@ class DuplicateKeyGuard {
   std::vector<Frame> frames_;
 };
 
-// nlohmann reports a byte offset; people think in lines and columns.
-std::string line_and_column(const std::string& text, size_t byte_offset) {
-  size_t line = 1, column = 1;
-  for (size_t i = 0; i < byte_offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(column);
-}
-
 // "[json.exception.parse_error.101] parse error at line 3, column 5: syntax error …" → the part
 // after the position, which says what the parser expected.
 std::string parser_explanation(const std::string& what) {
@@ -114,42 +101,12 @@ std::string parser_explanation(const std::string& what) {
 
 }  // namespace
 
-std::string blank_out_comments_and_trailing_commas(std::string text) {
-  const size_t size = text.size();
-  size_t last_comma = std::string::npos;  // a comma not yet followed by a value
-  for (size_t i = 0; i < size; ++i) {
-    const char c = text[i];
-    if (c == '"') {  // skip the string, escapes included
-      for (++i; i < size && text[i] != '"'; ++i) {
-        if (text[i] == '\\') ++i;
-      }
-      last_comma = std::string::npos;
-    } else if (c == '#' || (c == '/' && i + 1 < size && text[i + 1] == '/')) {
-      for (; i < size && text[i] != '\n'; ++i) text[i] = ' ';
-    } else if (c == '/' && i + 1 < size && text[i + 1] == '*') {
-      const size_t end = text.find("*/", i + 2);
-      const size_t stop = end == std::string::npos ? size : end + 2;
-      for (; i < stop; ++i) {
-        if (text[i] != '\n') text[i] = ' ';
-      }
-      --i;
-    } else if (c == ',') {
-      last_comma = i;
-    } else if ((c == '}' || c == ']') && last_comma != std::string::npos) {
-      text[last_comma] = ' ';
-      last_comma = std::string::npos;
-    } else if (!std::isspace(static_cast<unsigned char>(c))) {
-      last_comma = std::string::npos;
-    }
-  }
-  return text;
-}
-
 nlohmann::json parse_json_text(const std::string& raw_text, const std::string& display_path,
                                JsonDialect dialect) {
-  const std::string text = dialect == JsonDialect::deepspeed_config
-                               ? blank_out_comments_and_trailing_commas(raw_text)
-                               : raw_text;
+  if (dialect == JsonDialect::deepspeed_config) {
+    return parse_hjson(raw_text, display_path, kMaxNestingDepth);
+  }
+  const std::string& text = raw_text;
   DuplicateKeyGuard guard(display_path);
   try {
     return nlohmann::json::parse(text, std::ref(guard), /*allow_exceptions=*/true,

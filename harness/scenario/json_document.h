@@ -7,8 +7,9 @@
 
 namespace trainrepro {
 
-// Scenario files are strict JSON. DeepSpeed reads a ds_config.json with hjson, which also takes
-// comments (#, //, /* */) and trailing commas; a pasted config may have them.
+// Scenario files are strict JSON. DeepSpeed reads a ds_config.json file with hjson, which also
+// takes comments, optional commas, keys and strings without quotes (harness/json/hjson_reader.h);
+// a pasted config may use any of them.
 enum class JsonDialect { strict, deepspeed_config };
 
 // `display_path` is how the file is named in messages (as the user gave it).
@@ -18,9 +19,5 @@ nlohmann::json read_json_file(const std::string& display_path,
 // The same checks on text already in memory (tests, stdin).
 nlohmann::json parse_json_text(const std::string& text, const std::string& display_path,
                                JsonDialect dialect = JsonDialect::strict);
-
-// The text with comments and trailing commas replaced by spaces, outside strings, so that lines
-// and columns in later messages still point into the user's file.
-std::string blank_out_comments_and_trailing_commas(std::string text);
 
 }  // namespace trainrepro

@@ -348,7 +348,10 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
   for (std::string& note : trainer_notes) scenario.deepspeed.warnings.push_back(std::move(note));
   if (!release_note.empty()) scenario.deepspeed.warnings.push_back(release_note);
   read_client_optimizer_section(root, scenario.deepspeed, trainer_optimizer);
-  if (scenario.deepspeed.optimizer_type.empty()) {
+  // A config DeepSpeed refuses while reading it (a removed key, a key pydantic forbids) never
+  // reaches the optimizer: the refusal is the scenario's outcome, whatever else is missing.
+  const bool refused = scenario.deepspeed.refused_while_reading.has_value();
+  if (!refused && scenario.deepspeed.optimizer_type.empty()) {
     root.fail_at("/deepspeed/optimizer",
                  "required key is missing: DeepSpeed builds no optimizer without one (if your "
                  "script passes its own optimizer to deepspeed.initialize, describe it in a "
@@ -356,10 +359,10 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
                  "0.001}}; a Hugging Face Trainer run describes its TrainingArguments in "
                  "\"hf_trainer\")");
   }
-  if (!scenario.deepspeed.optimizer_not_implemented.empty()) {
+  if (!refused && !scenario.deepspeed.optimizer_not_implemented.empty()) {
     root.fail_at("/deepspeed/optimizer/type", scenario.deepspeed.optimizer_not_implemented);
   }
-  if (!scenario.deepspeed.scheduler_not_implemented.empty()) {
+  if (!refused && !scenario.deepspeed.scheduler_not_implemented.empty()) {
     root.fail_at("/deepspeed/scheduler/type", scenario.deepspeed.scheduler_not_implemented);
   }
   stop_cycling_momentum_without_betas(root, scenario.deepspeed);

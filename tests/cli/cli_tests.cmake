@@ -19,8 +19,12 @@ add_cli_test(config-resolve-rejects-negative-micro-batch 2
   [=[Train batch size: -16 has to be greater than 0]=]
   config resolve ${data}/ds_configs/negative_micro.json --world-size 2)
 add_cli_test(config-resolve-locates-syntax-errors 2
-  [=[tests/data/ds_configs/malformed\.json:4:[0-9]+: invalid JSON: syntax error while parsing object]=]
-  config resolve ${data}/ds_configs/malformed.json)
+  [=[tests/data/ds_configs/unclosed\.json:5:1: invalid hjson \(DeepSpeed reads config files with hjson\): the text ends inside an object: a closing '}' is missing]=]
+  config resolve ${data}/ds_configs/unclosed.json)
+# A comma left out at a line's end is not JSON, but DeepSpeed reads config files with hjson.
+add_cli_test(config-resolve-reads-hjson-as-deepspeed-does 0
+  [=[\{"train_batch_size":32,"train_micro_batch_size_per_gpu":8,"gradient_accumulation_steps":4]=]
+  config resolve ${data}/ds_configs/missing_comma.json)
 add_cli_test(config-resolve-reports-missing-file 2
   [=[tests/data/ds_configs/absent\.json: cannot open the file: No such file or directory]=]
   config resolve ${data}/ds_configs/absent.json)
@@ -37,7 +41,7 @@ add_cli_test(config-resolve-refuses-a-batch-product-beyond-int64 2
   config resolve ${data}/ds_configs/batch_product_overflows.json)
 # 1e400 once ended in "internal error … number overflow" (exit 3).
 add_cli_test(config-resolve-locates-a-number-out-of-range 2
-  [=[number_out_of_range\.json:3:51: invalid JSON: the number 1e400 is out of range]=]
+  [=[number_out_of_range\.json:3:51: invalid hjson \(DeepSpeed reads config files with hjson\): the number 1e400 is out of range]=]
   config resolve ${data}/ds_configs/number_out_of_range.json)
 
 # --- run: bad scenarios are errors (exit 2) and write nothing -------------------------------

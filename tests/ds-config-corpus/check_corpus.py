@@ -4,8 +4,9 @@ trained at world size 1 on the small MLP, or refused with a reason. Each config 
 scenario; a config with "auto" gets an "hf_trainer" section that agrees with every value the config
 fixes (as a run that got past the Trainer's checks had), per-device batch 2, GAS 2 and lr 1e-3
 otherwise, and a golden of the batch those arguments intend; one without an optimizer (and no "auto") the client optimizer its
-script would pass (torch AdamW, lr 1e-3); a config trainrepro cannot embed as strict JSON (comments,
-trailing commas, as DeepSpeed's hjson reads them) goes through `config resolve` only.
+script would pass (torch AdamW, lr 1e-3); a config that is hjson but not strict JSON (comments,
+commas left out, no root braces, quoteless values: DeepSpeed reads config files with hjson)
+cannot be embedded in a scenario as it is and goes through `config resolve` only.
 
     check_corpus.py TRAINREPRO [--write-expected]
 
@@ -14,8 +15,8 @@ or the Trainer's or accelerate's); loses-accumulation (trains, but not with the 
 Trainer's arguments intend: a reproduced bug); trains-shifted-by-deepspeed (trains, but at ZeRO
 stage 0 in fp16/bf16 DeepSpeed's FP16_Optimizer steps the optimizer once at initialization, so
 every update differs from the golden's); not-implemented (by the reference engine);
-not-json (hjson that trainrepro's reader does not read); resolves (a non-strict file, read by
-`config resolve`). Exits 1 when any config ends otherwise
+not-json (not even hjson: DeepSpeed could not read the file either); resolves (an hjson file
+that is not strict JSON, read by `config resolve` as DeepSpeed reads it). Exits 1 when any config ends otherwise
 than expected.json says (the status and a phrase of the reason), so a change in what the
 harness makes of a real config shows here; --write-expected records the current outcomes.
 """
@@ -97,7 +98,7 @@ def classify(text):
         return "not-implemented"
     if any(word in text for word in deepspeed_words):
         return "refused-by-deepspeed"
-    if "invalid JSON" in text or "syntax error" in text:
+    if "invalid JSON" in text or "invalid hjson" in text or "syntax error" in text:
         return "not-json"
     return "error"
 

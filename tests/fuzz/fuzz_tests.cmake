@@ -34,6 +34,7 @@ endfunction()
 
 # Everything a pasted config or scenario text reaches before training; none of it needs LibTorch.
 set(config_input_sources
+    ${PROJECT_SOURCE_DIR}/harness/json/hjson_reader.cpp
     ${PROJECT_SOURCE_DIR}/harness/json/json_fields.cpp
     ${PROJECT_SOURCE_DIR}/harness/json/printable.cpp
     ${PROJECT_SOURCE_DIR}/harness/json/scenario_error.cpp
