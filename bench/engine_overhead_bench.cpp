@@ -19,7 +19,7 @@ constexpr int64_t kGas = 4;
 constexpr int64_t kMicroBatch = 8;
 
 struct Setup {
-  ModelSpec model{"mlp", MlpOptions{{16, 64, 4}, Activation::relu}, 1};
+  ModelSpec model{{"mlp", MlpOptions{{16, 64, 4}, Activation::relu}, 1}};
   DataSpec data{"classification", ClassificationData{16, 4}, 2};
   Plan plan;
   std::vector<Batch> batches;

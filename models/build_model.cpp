@@ -14,6 +14,7 @@
 
 #include "models/gpt_model.h"
 #include "models/mlp_model.h"
+#include "models/parameter_names.h"
 #include "models/zoo_model.h"
 
 namespace trainrepro {
@@ -61,6 +62,12 @@ std::shared_ptr<ZooModel> build_model(const ModelSpec& spec, at::ScalarType dtyp
       at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(spec.seed));
   init_parameters(*model, generator);
   model->to(device, dtype);
+  // The user's requires_grad_(False), after the cast as their script does it (to() keeps it).
+  for (auto& item : model->named_parameters(/*recurse=*/true)) {
+    for (const std::string& entry : spec.frozen) {
+      if (name_is_within(item.key(), entry)) item.value().requires_grad_(false);
+    }
+  }
   return model;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "models/data_zoo.h"
 #include "models/model_zoo.h"
@@ -16,7 +17,13 @@ struct ZooChoice {
   Options options;
   int64_t seed = 0;
 };
-using ModelSpec = ZooChoice<ModelOptions>;
 using DataSpec = ZooChoice<DataOptions>;
+
+// A model also says which of its parameters the user froze (requires_grad=False, as PEFT and
+// fine-tuning scripts do): names or module paths of named_parameters() (models/parameter_names.h).
+// Frozen parameters get no gradient and no optimizer state, in the run and in its golden.
+struct ModelSpec : ZooChoice<ModelOptions> {
+  std::vector<std::string> frozen = {};
+};
 
 }  // namespace trainrepro

@@ -6,6 +6,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/nn/module.h>
@@ -37,10 +38,24 @@ class ZooModel : public torch::nn::Module {
   // Whether the model's forward checkpoints its blocks (the user's model code, set by the loop
   // for the run under test; the golden is computed without).
   void set_activation_checkpointing(ActivationCheckpointing mode) { checkpointing_ = mode; }
-  // Per parameter, in named_parameters() order: whether a checkpointed block holds it, so that
-  // its forward runs again in backward (ZeRO stage 3 gathers it once more). Known after the
-  // first forward.
+  // The parameters that require grad, in named_parameters() order: what the user hands
+  // deepspeed.initialize (filter(lambda p: p.requires_grad, ...), as the Hugging Face Trainer
+  // does), what ZeRO flattens and the optimizer updates, and what the golden records.
+  std::vector<std::pair<std::string, at::Tensor>> trainable_named_parameters() const;
+  // Per trainable parameter: whether the Hugging Face Trainer's own AdamW leaves it out of
+  // weight decay (transformers' get_decay_parameter_names: biases, and every parameter of a
+  // LayerNorm module).
+  std::vector<bool> parameters_without_decay() const;
+  // The frozen ones (requires_grad false: scenario "model.frozen"), same order.
+  std::vector<at::Tensor> frozen_parameters() const;
+  // Per trainable parameter (trainable_named_parameters() order): whether a checkpointed block
+  // holds it, so that its forward runs again in backward (ZeRO stage 3 gathers it once more).
+  // Known after the first forward.
   std::vector<bool> recomputed_parameters();
+  // Per frozen parameter (frozen_parameters() order): whether its unit's output carried autograd
+  // history in the last forward, so that the unit's backward runs and ZeRO stage 3 gathers it
+  // for that backward too (a frozen unit fed only by data or other frozen units is not).
+  std::vector<bool> frozen_parameters_in_backward();
 
   // The model's outputs for a batch (logits or predictions), with autograd history. Kept apart
   // from the loss because keeping outputs across steps is one of the habits that leak memory.
@@ -59,6 +74,7 @@ class ZooModel : public torch::nn::Module {
     if (gate_ == nullptr) return forward();
     gate_->before_forward(unit);
     at::Tensor output = forward();
+    if (output.requires_grad()) units_in_backward_.insert(&unit);
     gate_->after_forward(unit, output);
     return output;
   }
@@ -84,6 +100,7 @@ class ZooModel : public torch::nn::Module {
   ParameterGate* gate_ = nullptr;
   ActivationCheckpointing checkpointing_ = ActivationCheckpointing::none;
   std::set<const torch::nn::Module*> checkpointed_units_;
+  std::set<const torch::nn::Module*> units_in_backward_;  // recorded while a gate is set
 };
 
 // Builds the model named by `spec` (see models/README.md) with its parameters in `dtype` on

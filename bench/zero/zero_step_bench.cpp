@@ -28,7 +28,7 @@ namespace {
 Communicator* g_communicator = nullptr;
 
 constexpr int64_t kMicroBatch = 16;
-const ModelSpec kModel{"mlp", MlpOptions{{256, 512, 512, 10}, Activation::gelu}, 3};
+const ModelSpec kModel{{"mlp", MlpOptions{{256, 512, 512, 10}, Activation::gelu}, 3}};
 const DataSpec kData{"classification", ClassificationData{256, 10}, 4};
 
 void BM_ZeroStep(benchmark::State& state, bool across_ranks, int64_t stage) {

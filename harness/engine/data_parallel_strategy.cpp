@@ -1,5 +1,5 @@
-// ZeRO stage 0: every rank holds everything; gradients accumulate in each parameter's .grad and
-// are averaged across ranks at the boundary, each in place (a flat bucket, as DeepSpeed uses,
+// ZeRO stage 0: every rank holds everything; gradients accumulate in each trainable parameter's
+// .grad and are averaged across ranks at the boundary, each in place (a flat bucket, as DeepSpeed uses,
 // would cost two copies of the model per step here for the same bytes on the wire).
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -16,11 +16,16 @@ class DataParallelStrategy final : public ZeroStrategy {
       : parameters_(std::move(parameters)), communicator_(communicator) {}
 
   void after_backward(bool boundary) override {
-    if (!boundary || world_size_of(communicator_) == 1) return;
+    if (!boundary) return;
     c10::NoGradGuard no_grad;
+    const bool reduce = world_size_of(communicator_) > 1;
     for (at::Tensor& parameter : parameters_) {
+      // DeepSpeed's reduction gives every trainable parameter without a gradient a zero one,
+      // on one rank too (engine.py _get_gradients_for_reduction): the optimizer then steps it
+      // (weight decay still shrinks a weight that backward never reached).
       at::Tensor& gradient = parameter.mutable_grad();
       if (!gradient.defined()) gradient = at::zeros_like(parameter);
+      if (!reduce) continue;
       if (!gradient.is_contiguous()) gradient = gradient.contiguous();
       average_across_ranks(communicator_, gradient);
     }

@@ -39,12 +39,16 @@ ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, in
 }
 
 int64_t expected_ring_bytes_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
-                                     int64_t parameter_bytes, int64_t recomputed_bytes) {
+                                     int64_t parameter_bytes, int64_t recomputed_bytes,
+                                     FrozenParameterBytes frozen, int64_t scalar_reductions) {
   int64_t passes = 2;  // stages 0 and 1: one reduction and one gather of the model per step
   if (zero_stage == 2) passes = gas + 1;
   if (zero_stage >= 3) passes = 3 * gas;
-  const int64_t regathered = zero_stage >= 3 ? gas * recomputed_bytes : 0;
-  return (passes * parameter_bytes + regathered) * (world_size - 1) / world_size;
+  const int64_t regathered =
+      zero_stage >= 3 ? gas * (recomputed_bytes + frozen.forward + frozen.backward) : 0;
+  constexpr int64_t kScalarAllReduceBytes = 2 * 8;  // a double, reduced and broadcast
+  return (passes * parameter_bytes + regathered + scalar_reductions * kScalarAllReduceBytes) *
+         (world_size - 1) / world_size;
 }
 
 }  // namespace trainrepro

@@ -44,8 +44,20 @@ ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, in
 // gathers once ((GAS+1)Ψ(N-1)/N); stage 3 gathers parameters for forward and for backward and
 // reduce-scatters every micro-step (3·GAS·Ψ(N-1)/N, the paper's 1.5x at GAS 1). Ψ in bytes.
 // `recomputed_bytes`: the parameters of checkpointed blocks, which stage 3 gathers once more
-// per micro-step for the recomputation in backward.
+// per micro-step for the recomputation in backward. Frozen parameters (requires_grad false) are
+// neither reduced nor, at stages 1-2, gathered; stage 3 gathers them for every forward
+// (`frozen_bytes`) and for the backward of units whose output carries autograd history
+// (`frozen_backward_bytes`). `parameter_bytes` counts the trainable parameters only.
+struct FrozenParameterBytes {
+  int64_t forward = 0;
+  int64_t backward = 0;
+};
+// `scalar_reductions`: 8-byte values all-reduced in the step (the squared gradient norm and
+// fp16's overflow count, where gradients are partitioned), each 2·8(N-1)/N bytes: nothing beside
+// a model, but a tenth of the traffic of a model of 100 parameters.
 int64_t expected_ring_bytes_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
-                                     int64_t parameter_bytes, int64_t recomputed_bytes = 0);
+                                     int64_t parameter_bytes, int64_t recomputed_bytes = 0,
+                                     FrozenParameterBytes frozen = {},
+                                     int64_t scalar_reductions = 0);
 
 }  // namespace trainrepro

@@ -39,7 +39,8 @@ void Optimizer::step(const std::vector<at::Tensor>& parameters,
 
 void Optimizer::sgd_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index) {
   at::Tensor direction = gradient;
-  if (config_.weight_decay != 0.0) direction = direction.add(parameter, config_.weight_decay);
+  const double weight_decay = weight_decay_of(index);
+  if (weight_decay != 0.0) direction = direction.add(parameter, weight_decay);
   if (config_.momentum != 0.0) {
     at::Tensor& buffer = first_moment_[index];
     if (!buffer.defined()) {
@@ -68,8 +69,9 @@ void Optimizer::update_moments(const at::Tensor& parameter, const at::Tensor& gr
 void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index) {
   // Classic Adam folds weight decay into the gradient (L2); AdamW decays the weights directly.
   at::Tensor effective_gradient = gradient;
-  if (!config_.decoupled_weight_decay && config_.weight_decay != 0.0) {
-    effective_gradient = gradient.add(parameter, config_.weight_decay);
+  const double weight_decay = weight_decay_of(index);
+  if (!config_.decoupled_weight_decay && weight_decay != 0.0) {
+    effective_gradient = gradient.add(parameter, weight_decay);
   }
   update_moments(parameter, effective_gradient, index);
   const at::Tensor& exp_avg = first_moment_[index];
@@ -80,8 +82,8 @@ void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, s
   const double bias_correction2 = 1.0 - std::pow(config_.beta2, t);
   const at::Tensor denominator =
       exp_avg_sq.sqrt().div_(std::sqrt(bias_correction2)).add_(config_.eps);
-  if (config_.decoupled_weight_decay && config_.weight_decay != 0.0) {
-    parameter.mul_(1.0 - config_.lr * config_.weight_decay);
+  if (config_.decoupled_weight_decay && weight_decay != 0.0) {
+    parameter.mul_(1.0 - config_.lr * weight_decay);
   }
   parameter.addcdiv_(exp_avg, denominator, -config_.lr / bias_correction1);
 }
@@ -96,7 +98,8 @@ void Optimizer::lamb_update(at::Tensor& parameter, const at::Tensor& gradient, s
   const at::Tensor denominator = config_.eps_inside_sqrt ? exp_avg_sq.add(config_.eps).sqrt_()
                                                          : exp_avg_sq.sqrt().add_(config_.eps);
   at::Tensor update = exp_avg.div(denominator);
-  if (config_.weight_decay != 0.0) update.add_(parameter, config_.weight_decay);
+  const double weight_decay = weight_decay_of(index);
+  if (weight_decay != 0.0) update.add_(parameter, weight_decay);
   // The norms are read once per tensor, as the kernel's reduction does.
   const double weight_norm = parameter.norm().item<double>();
   const double update_norm = update.norm().item<double>();

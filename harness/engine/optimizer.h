@@ -4,6 +4,7 @@
 // each update is visible here and state can later be partitioned across ranks (ZeRO).
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include <ATen/Tensor.h>
@@ -33,6 +34,9 @@ class Optimizer {
     config_.beta1 = beta1;
     config_.beta2 = beta2;
   }
+  // Per position of the tensors step() is given, the weight decay of its parameter group (empty:
+  // the config's weight_decay for every position).
+  void set_weight_decays(std::vector<double> decays) { weight_decays_ = std::move(decays); }
   // Bytes of optimizer state held (momentum and variance buffers), for memory accounting.
   int64_t state_bytes() const;
 
@@ -42,7 +46,12 @@ class Optimizer {
   void adam_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
   void lamb_update(at::Tensor& parameter, const at::Tensor& gradient, size_t index);
 
+  double weight_decay_of(size_t index) const {
+    return weight_decays_.empty() ? config_.weight_decay : weight_decays_.at(index);
+  }
+
   OptimizerConfig config_;
+  std::vector<double> weight_decays_;
   int64_t steps_taken_ = 0;
   std::vector<at::Tensor> first_moment_;   // SGD: momentum buffer; Adam: exp_avg
   std::vector<at::Tensor> second_moment_;  // Adam: exp_avg_sq

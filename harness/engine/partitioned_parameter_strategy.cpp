@@ -28,10 +28,16 @@ namespace {
 
 class PartitionedParameterStrategy final : public ZeroStrategy, public ParameterGate {
  public:
+  // `parameters` are the trainable ones; `frozen` are partitioned and gathered the same way
+  // (DeepSpeed's stage 3 partitions every parameter) but have no gradient or optimizer state.
   PartitionedParameterStrategy(ZooModel& model, std::vector<at::Tensor> parameters,
-                               Communicator* communicator)
-      : model_(model), parameters_(std::move(parameters)), communicator_(communicator) {
+                               const std::vector<at::Tensor>& frozen, Communicator* communicator)
+      : model_(model),
+        parameters_(std::move(parameters)),
+        trainable_count_(parameters_.size()),
+        communicator_(communicator) {
     c10::NoGradGuard no_grad;
+    parameters_.insert(parameters_.end(), frozen.begin(), frozen.end());
     const int64_t ranks = world_size_of(communicator_);
     const int64_t rank = rank_of(communicator_);
     for (size_t i = 0; i < parameters_.size(); ++i) {
@@ -43,6 +49,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
       at::Tensor flat = at::zeros({padded}, parameter.options().requires_grad(false));
       flat.narrow(0, 0, parameter.numel()).copy_(parameter.reshape({-1}));
       parameter_shards_.push_back(flat.narrow(0, rank * shard, shard).clone());
+      if (i >= trainable_count_) continue;
       gradient_shards_.push_back(at::zeros({shard}, flat.options()));
       padded_numel_ += padded;
     }
@@ -73,7 +80,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     // One reduce-scatter for every parameter: row r of `chunks` is what rank r owns of each.
     const int64_t ranks = world_size_of(communicator_);
     std::vector<at::Tensor> columns;
-    for (size_t i = 0; i < parameters_.size(); ++i) {
+    for (size_t i = 0; i < trainable_count_; ++i) {
       const int64_t shard = gradient_shards_[i].numel();
       at::Tensor padded = at::zeros({shard * ranks}, gradient_shards_[i].options());
       const at::Tensor gradient = parameters_[i].grad();
@@ -83,7 +90,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     const at::Tensor reduced =
         reduce_scatter_average(communicator_, at::cat(columns, 1).reshape({-1}));
     int64_t offset = 0;
-    for (size_t i = 0; i < parameters_.size(); ++i) {
+    for (size_t i = 0; i < trainable_count_; ++i) {
       const int64_t shard = gradient_shards_[i].numel();
       gradient_shards_[i].add_(reduced.narrow(0, offset, shard));
       offset += shard;
@@ -93,7 +100,9 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     gathered_for_backward_.clear();
   }
 
-  std::vector<at::Tensor> owned_parameters() override { return parameter_shards_; }
+  std::vector<at::Tensor> owned_parameters() override {
+    return {parameter_shards_.begin(), parameter_shards_.begin() + trainable_count_};
+  }
   std::vector<at::Tensor> owned_gradients() override { return gradient_shards_; }
   bool gradients_partitioned() const override { return world_size_of(communicator_) > 1; }
   void after_update() override {}  // parameters stay partitioned until the next forward
@@ -118,18 +127,20 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   int64_t padded_numel() const override { return padded_numel_; }
 
   std::vector<at::Tensor> full_gradients() override {
-    return whole_from_shards(gradient_shards_, all_indices());
+    return whole_from_shards(gradient_shards_, trainable_indices());
   }
   std::vector<at::Tensor> full_parameters() override {
-    return whole_from_shards(parameter_shards_, all_indices());
+    return whole_from_shards(parameter_shards_, trainable_indices());
   }
 
  private:
-  std::vector<size_t> all_indices() const {
-    std::vector<size_t> indices(parameters_.size());
-    for (size_t i = 0; i < indices.size(); ++i) indices[i] = i;
+  std::vector<size_t> first_indices(size_t count) const {
+    std::vector<size_t> indices(count);
+    for (size_t i = 0; i < count; ++i) indices[i] = i;
     return indices;
   }
+  std::vector<size_t> all_indices() const { return first_indices(parameters_.size()); }
+  std::vector<size_t> trainable_indices() const { return first_indices(trainable_count_); }
 
   std::vector<size_t> indices_of(torch::nn::Module& unit) const {
     std::vector<size_t> indices;
@@ -186,12 +197,13 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   }
 
   ZooModel& model_;
-  std::vector<at::Tensor> parameters_;
+  std::vector<at::Tensor> parameters_;  // the trainable ones first, then the frozen
+  size_t trainable_count_;
   Communicator* communicator_;
   std::map<const c10::TensorImpl*, size_t> index_of_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<at::Tensor> parameter_shards_;
-  std::vector<at::Tensor> gradient_shards_;
+  std::vector<at::Tensor> gradient_shards_;  // trainable parameters only
   at::Tensor empty_;
   int64_t padded_numel_ = 0;
   std::vector<size_t> gathered_for_backward_;  // the unit whose backward runs now
@@ -201,7 +213,8 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
 
 std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
     ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator) {
-  return std::make_unique<PartitionedParameterStrategy>(model, std::move(parameters), communicator);
+  return std::make_unique<PartitionedParameterStrategy>(model, std::move(parameters),
+                                                        model.frozen_parameters(), communicator);
 }
 
 }  // namespace trainrepro

@@ -1,5 +1,6 @@
 #include "harness/engine/reference_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -20,11 +21,20 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
       communicator_(communicator),
       mixed_precision_(plan.precision != Precision::fp32),
       loss_scaler_(plan) {
-  for (const auto& item : model_->named_parameters(/*recurse=*/true)) {
-    parameter_names_.push_back(item.key());
-    parameters_.push_back(item.value());
+  for (const auto& [name, parameter] : model_->trainable_named_parameters()) {
+    parameter_names_.push_back(name);
+    parameters_.push_back(parameter);
   }
-  strategy_ = make_zero_strategy(plan.zero_stage, *model_, parameters_, communicator_);
+  frozen_parameters_ = model_->frozen_parameters();
+  if (plan.optimizer.decay_skips_bias_and_norm) {
+    // The Trainer's groups: [decayed weights, the rest with weight decay 0].
+    for (bool without_decay : model_->parameters_without_decay()) {
+      parameter_groups_.push_back(without_decay ? 1 : 0);
+    }
+  }
+  strategy_ = make_zero_strategy(plan.zero_stage, *model_, parameters_, communicator_,
+                                 parameter_groups_);
+  if (!parameter_groups_.empty()) optimizer_.set_weight_decays(owned_weight_decays());
   if (mixed_precision_) {
     // DeepSpeed's masters are the low-precision weights copied to float32 (fused_optimizer.py,
     // bf16_optimizer.py, stage_1_and_2.py): the model was cast first, so they start rounded.
@@ -44,6 +54,24 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
   }
 }
 
+std::vector<double> ReferenceEngine::owned_weight_decays() const {
+  const auto decay_of_group = [&](int64_t group) {
+    return group == 0 ? plan_.optimizer.weight_decay : 0.0;
+  };
+  std::vector<double> decays;
+  if (plan_.zero_stage == 1 || plan_.zero_stage == 2) {
+    // One shard per non-empty group, in group order (make_grouped_flat_strategy).
+    for (int64_t group = 0; group <= 1; ++group) {
+      if (std::count(parameter_groups_.begin(), parameter_groups_.end(), group) > 0) {
+        decays.push_back(decay_of_group(group));
+      }
+    }
+  } else {
+    for (int64_t group : parameter_groups_) decays.push_back(decay_of_group(group));
+  }
+  return decays;
+}
+
 void ReferenceEngine::backward(const at::Tensor& loss) {
   const double gas = static_cast<double>(plan_.batch.gradient_accumulation_steps);
   if (mixed_precision_) {
@@ -59,6 +87,9 @@ void ReferenceEngine::backward(const at::Tensor& loss) {
   timed_partition_work([&] { strategy_->after_backward(boundary); });
   if (boundary) {
     held_at_boundary_ = strategy_->held_bytes();
+    // Stages 0-2 leave frozen parameters whole on every rank, outside the strategy; stage 3's
+    // strategy partitions and counts them.
+    if (plan_.zero_stage < 3) held_at_boundary_.parameters += storage_bytes(frozen_parameters_);
     held_at_boundary_.optimizer_states =
         optimizer_.state_bytes() + storage_bytes(master_parameters_);
     held_at_boundary_.gradients += storage_bytes(fp32_gradients_);

@@ -83,9 +83,13 @@ class ReferenceEngine {
   void step_lr_scheduler_from_loop();
 
   const EngineCounters& counters() const { return counters_; }
+  // The trainable parameters (requires_grad), as the user hands them to deepspeed.initialize:
+  // frozen ones are neither reduced, partitioned for the optimizer, nor updated.
   const std::vector<std::string>& parameter_names() const { return parameter_names_; }
   // The model's parameter tensors (released between units at ZeRO stage 3).
   const std::vector<at::Tensor>& parameters() const { return parameters_; }
+  // Each trainable parameter's optimizer param group (empty when there is one group).
+  const std::vector<int64_t>& parameter_groups() const { return parameter_groups_; }
   ZooModel& model() { return *model_; }
   int64_t zero_stage() const { return plan_.zero_stage; }
   // The element count the ZeRO stage partitions, after padding.
@@ -119,6 +123,8 @@ class ReferenceEngine {
   // buffer; at the boundary the sum goes back into .grad for the reduction.
   void accumulate_in_fp32(bool boundary);
   double gradient_norm();
+  // The weight decay of each tensor the optimizer updates (owned_parameters() positions).
+  std::vector<double> owned_weight_decays() const;
   // Writes the scheduler's rate (and OneCycle's betas) for its current iteration into the
   // optimizer, as DeepSpeed's schedulers write the param groups; records them in the event.
   void apply_lr_schedule(OptimizerStepEvent& event);
@@ -135,6 +141,9 @@ class ReferenceEngine {
   Communicator* communicator_;
   std::vector<std::string> parameter_names_;
   std::vector<at::Tensor> parameters_;
+  std::vector<at::Tensor> frozen_parameters_;  // requires_grad false: never reduced or updated
+  // Per trainable parameter, its optimizer param group (empty: one group): 0 decayed, 1 not.
+  std::vector<int64_t> parameter_groups_;
   std::unique_ptr<ZeroStrategy> strategy_;  // after model_: it may hold a gate on the model
   EngineCounters counters_;
   ModelStateBytes held_at_boundary_;

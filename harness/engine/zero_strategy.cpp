@@ -7,16 +7,19 @@ namespace trainrepro {
 
 std::unique_ptr<ZeroStrategy> make_zero_strategy(int64_t zero_stage, ZooModel& model,
                                                  std::vector<at::Tensor> parameters,
-                                                 Communicator* communicator) {
+                                                 Communicator* communicator,
+                                                 const std::vector<int64_t>& group_of) {
   switch (zero_stage) {
     case 0:
       return make_data_parallel_strategy(std::move(parameters), communicator);
     case 1:
-      return make_partitioned_flat_strategy(std::move(parameters), communicator,
-                                            /*partition_gradients=*/false);
     case 2:
+      if (!group_of.empty()) {
+        return make_grouped_flat_strategy(std::move(parameters), group_of, communicator,
+                                          /*partition_gradients=*/zero_stage == 2);
+      }
       return make_partitioned_flat_strategy(std::move(parameters), communicator,
-                                            /*partition_gradients=*/true);
+                                            /*partition_gradients=*/zero_stage == 2);
     case 3:
       return make_partitioned_parameter_strategy(model, std::move(parameters), communicator);
     default:

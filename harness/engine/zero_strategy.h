@@ -59,17 +59,27 @@ class ZeroStrategy {
   double gate_seconds_ = 0.0;
 };
 
-// `parameters` are the model's, in named_parameters() order; stage 3 installs itself as the
-// model's parameter gate. `communicator` may be null for one rank.
+// `parameters` are the model's trainable ones, in named_parameters() order: stages 0-2 leave
+// frozen parameters alone (DeepSpeed flattens only trainable ones), stage 3 partitions the
+// model's frozen parameters too and installs itself as the model's parameter gate.
+// `communicator` may be null for one rank.
+// `group_of`: each parameter's optimizer param group (empty: one group); only stages 1-2 lay
+// groups out apart, one flat buffer each, so owned_parameters() then holds one shard per group in
+// group order.
 std::unique_ptr<ZeroStrategy> make_zero_strategy(int64_t zero_stage, ZooModel& model,
                                                  std::vector<at::Tensor> parameters,
-                                                 Communicator* communicator);
+                                                 Communicator* communicator,
+                                                 const std::vector<int64_t>& group_of = {});
 
 std::unique_ptr<ZeroStrategy> make_data_parallel_strategy(std::vector<at::Tensor> parameters,
                                                           Communicator* communicator);
 std::unique_ptr<ZeroStrategy> make_partitioned_flat_strategy(std::vector<at::Tensor> parameters,
                                                              Communicator* communicator,
                                                              bool partition_gradients);
+std::unique_ptr<ZeroStrategy> make_grouped_flat_strategy(std::vector<at::Tensor> parameters,
+                                                         const std::vector<int64_t>& group_of,
+                                                         Communicator* communicator,
+                                                         bool partition_gradients);
 std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
     ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator);
 

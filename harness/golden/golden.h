@@ -1,6 +1,7 @@
 // A golden: the reference a scenario is judged against — the same initial weights and samples
 // as the run, one unaccumulated batch of the intended size per optimizer step, float64 on CPU.
-// Per step: the loss, every gradient (before clipping) and every parameter after the step.
+// Per step: the loss, every trainable parameter's gradient (before clipping) and value after the
+// step.
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -24,6 +25,10 @@ struct Golden {
   nlohmann::json key;
   std::vector<std::string> parameter_names;
   std::vector<at::Tensor> initial_parameters;
+  // Parameters the scenario froze (model.frozen): not trained, not compared; their values are
+  // written ("frozen/<name>") so that a reader outside trainrepro can rebuild the model.
+  std::vector<std::string> frozen_parameter_names;
+  std::vector<at::Tensor> frozen_parameters;
   Batch data;  // every sample the golden consumed, float64 / int64 on CPU
   std::vector<GoldenStep> steps;
 };

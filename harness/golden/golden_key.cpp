@@ -21,6 +21,8 @@ nlohmann::json golden_key(const Scenario& scenario) {
     optimizer_json["eps"] = optimizer.eps;
     optimizer_json["decoupled_weight_decay"] = optimizer.decoupled_weight_decay;
   }
+  // Only when set, so that goldens written before parameter groups existed keep their keys.
+  if (optimizer.decay_skips_bias_and_norm) optimizer_json["decay_skips_bias_and_norm"] = true;
   if (optimizer.kind == OptimizerKind::lamb) {
     optimizer_json["bias_correction"] = optimizer.bias_correction;
     optimizer_json["max_coeff"] = optimizer.max_coeff;
@@ -42,6 +44,9 @@ nlohmann::json golden_key(const Scenario& scenario) {
       {"train_batch_size", scenario.golden.train_batch_size},
       {"steps", scenario.golden.steps},
   };
+  // Frozen parameters change every gradient and which parameters the golden records; only when
+  // some are, so that goldens written before they existed keep their keys.
+  if (!scenario.model.frozen.empty()) key["model"]["frozen"] = scenario.model.frozen;
   // Only when there is one, so that goldens written before schedulers existed keep their keys.
   if (scenario.deepspeed.scheduler) {
     key["lr_schedule"] = lr_schedule_to_json(*scenario.deepspeed.scheduler);

@@ -19,6 +19,8 @@ Golden compute_golden(const Scenario& scenario) {
   golden.key = golden_key(scenario);
   golden.parameter_names = trace.parameter_names;
   golden.initial_parameters = trace.initial_parameters;
+  golden.frozen_parameter_names = trace.frozen_parameter_names;
+  golden.frozen_parameters = trace.frozen_parameters;
   golden.data = SampleSource(scenario.data)
                     .samples(0, scenario.golden.train_batch_size * scenario.golden.steps,
                              at::kDouble, at::kCPU);

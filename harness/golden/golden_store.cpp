@@ -161,6 +161,10 @@ std::string write_golden(const std::string& directory, const Golden& golden) {
   for (size_t i = 0; i < golden.parameter_names.size(); ++i) {
     tensors.emplace_back("init/" + golden.parameter_names[i], golden.initial_parameters[i]);
   }
+  for (size_t i = 0; i < golden.frozen_parameter_names.size(); ++i) {
+    tensors.emplace_back("frozen/" + golden.frozen_parameter_names[i],
+                         golden.frozen_parameters[i]);
+  }
   tensors.emplace_back("data/inputs", golden.data.inputs);
   tensors.emplace_back("data/targets", golden.data.targets);
   if (golden.data.mask.defined()) tensors.emplace_back("data/mask", golden.data.mask);

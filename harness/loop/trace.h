@@ -55,7 +55,16 @@ struct Trace {
   // Elements of each parameter a checkpointed block holds (recomputed in backward), in
   // parameter order; empty without activation checkpointing.
   std::vector<int64_t> recomputed_parameter_numels;
+  // Elements of each frozen parameter (scenario "model.frozen"; not in parameter_names), and at
+  // ZeRO stage 3 of those whose unit's output carried autograd history (gathered for backward).
+  std::vector<int64_t> frozen_parameter_numels;
+  std::vector<int64_t> frozen_backward_parameter_numels;
+  // Each parameter's optimizer param group (empty: one group); ZeRO 1-2 pad each group apart.
+  std::vector<int64_t> parameter_groups;
   std::vector<at::Tensor> initial_parameters;  // float64 CPU
+  // The frozen parameters (requires_grad false) and their values, float64 CPU: never updated.
+  std::vector<std::string> frozen_parameter_names;
+  std::vector<at::Tensor> frozen_parameters;
   std::vector<MicroStepRecord> micro_steps;
   // Every optimizer step; gradients and parameters only for the first `recorded_steps` (the
   // ones compared with the golden): copying them at every step would itself grow memory.

@@ -49,6 +49,22 @@ std::vector<at::Tensor> float64_cpu_copies(const std::vector<at::Tensor>& tensor
   return copies;
 }
 
+// The frozen parameters as built (float64 CPU copies, with their names), read before the engine
+// exists: at ZeRO stage 3 it releases parameters between units.
+struct FrozenParameters {
+  std::vector<std::string> names;
+  std::vector<at::Tensor> values;
+};
+
+FrozenParameters frozen_parameters_of(const ZooModel& model) {
+  FrozenParameters frozen;
+  for (const auto& item : model.named_parameters(/*recurse=*/true)) {
+    if (!item.value().requires_grad()) frozen.names.push_back(item.key());
+  }
+  frozen.values = float64_cpu_copies(model.frozen_parameters());
+  return frozen;
+}
+
 // The model, built after allocations are stamped as born at step 0, so its tensors are never
 // taken for survivors of an earlier scenario's steps.
 std::shared_ptr<ZooModel> build_model_at_step_zero(const ModelSpec& spec, at::ScalarType dtype,
@@ -74,6 +90,7 @@ class TrainingLoop {
         micro_step_limit_(loop.steps * gas_ * gas_ + gas_),
         probe_(plan.device, 2 * micro_step_limit_ + 4 * loop.steps + 8),
         model_(build_model_at_step_zero(model_spec, dtype_, device_)),
+        frozen_(frozen_parameters_of(*model_)),
         engine_(model_, plan, communicator_),
         source_(data),
         samples_{plan.batch.micro_batch_per_gpu, ranks_} {
@@ -84,6 +101,9 @@ class TrainingLoop {
     trace_.tensor_bookkeeping_bytes = MemoryProbe::measure_tensor_bookkeeping_bytes();
     engine_.observed_steps = options.recorded_steps;
     trace_.parameter_names = engine_.parameter_names();
+    trace_.parameter_groups = engine_.parameter_groups();
+    trace_.frozen_parameter_names = frozen_.names;
+    trace_.frozen_parameters = frozen_.values;
     trace_.initial_parameters = float64_cpu_copies(engine_.gather_full_parameters());
     for (const at::Tensor& parameter : trace_.initial_parameters) {
       trace_.parameter_numel += parameter.numel();
@@ -122,6 +142,13 @@ class TrainingLoop {
     for (size_t i = 0; i < recomputed.size(); ++i) {
       if (!recomputed[i]) continue;
       trace_.recomputed_parameter_numels.push_back(trace_.initial_parameters[i].numel());
+    }
+    const std::vector<at::Tensor> frozen = model_->frozen_parameters();
+    const std::vector<bool> frozen_in_backward = model_->frozen_parameters_in_backward();
+    for (size_t i = 0; i < frozen.size(); ++i) {
+      const int64_t numel = frozen_.values[i].numel();
+      trace_.frozen_parameter_numels.push_back(numel);
+      if (frozen_in_backward[i]) trace_.frozen_backward_parameter_numels.push_back(numel);
     }
     trace_.memory = probe_.take_samples();
     trace_.live_at_end = CountingCpuAllocator::live_allocations();
@@ -235,6 +262,7 @@ class TrainingLoop {
   const int64_t micro_step_limit_;
   MemoryProbe probe_;
   std::shared_ptr<ZooModel> model_;
+  const FrozenParameters frozen_;
   ReferenceEngine engine_;
   SampleSource source_;
   const SampleAssignment samples_;

@@ -52,6 +52,7 @@ OptimizerConfig hf_trainer_client_optimizer(double lr, double beta1, double beta
   optimizer.beta2 = beta2;
   optimizer.eps = eps;
   optimizer.weight_decay = weight_decay;
+  optimizer.decay_skips_bias_and_norm = true;  // two groups even at weight_decay 0
   return optimizer;
 }
 

@@ -33,6 +33,10 @@ struct OptimizerConfig {
   double eps = 1e-8;
   double weight_decay = 0.0;
   bool decoupled_weight_decay = true;  // Adam/AdamW only
+  // Two parameter groups, as the Hugging Face Trainer builds its own AdamW (transformers'
+  // get_decay_parameter_names): weight_decay for the weights, 0 for biases and LayerNorm
+  // parameters. ZeRO 1-2 then flatten and partition each group on its own.
+  bool decay_skips_bias_and_norm = false;
   double momentum = 0.0;               // SGD only
   double dampening = 0.0;              // SGD only
   bool nesterov = false;               // SGD only

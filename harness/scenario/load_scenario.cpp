@@ -7,8 +7,10 @@
 #include "harness/scenario/client_optimizer.h"
 #include "harness/scenario/hf_trainer.h"
 #include "harness/scenario/json_document.h"
+#include "harness/json/printable.h"
 #include "harness/json/scenario_error.h"
 #include "models/model_data_fit.h"
+#include "models/parameter_names.h"
 
 namespace trainrepro {
 namespace {
@@ -37,6 +39,27 @@ ZooChoice<Options> read_zoo_choice(ObjectReader& section, const std::vector<ZooE
   choice.seed = section.optional_int("seed", 0, 0);
   section.reject_unknown_keys();
   return choice;
+}
+
+// "frozen": names or module paths of parameters the user sets requires_grad=False on. Each must
+// select a parameter (a typo would silently train everything), and one must stay trainable
+// (torch.optim refuses an empty parameter list).
+std::vector<std::string> read_frozen(ObjectReader& model, const ModelOptions& options) {
+  const std::vector<std::string> frozen = model.optional_string_list("frozen");
+  const ParameterNaming naming = parameter_naming(options);
+  for (size_t i = 0; i < frozen.size(); ++i) {
+    if (!selects_a_parameter(naming, frozen[i])) {
+      model.fail_at("/frozen/" + std::to_string(i),
+                    "expected the name of a parameter or of a module holding some (as "
+                    "named_parameters() writes them), found \"" + printable(frozen[i]) +
+                        "\"; this model's parameters: " + describe_parameter_names(naming));
+    }
+  }
+  if (!frozen.empty() && !leaves_a_parameter_out(naming, frozen)) {
+    model.fail("frozen", "every parameter is frozen: nothing would train (torch.optim raises "
+                         "\"optimizer got an empty parameter list\"); leave at least one out");
+  }
+  return frozen;
 }
 
 LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
@@ -223,21 +246,17 @@ nlohmann::json apply_hf_trainer(ObjectReader& root, const Scenario& scenario,
   }
   // No optimizer in the config: the Trainer builds torch AdamW itself, passes it to
   // deepspeed.initialize, and allows it under ZeRO (zero_allow_untested_optimizer). Its
-  // weight decay skips biases and LayerNorm weights: parameter groups the engine lacks.
+  // weight decay skips biases and LayerNorm parameters: two parameter groups.
   nlohmann::json config = filled.config;
   if (config.is_object() && !config.contains("optimizer")) {
-    if (args.weight_decay != 0.0) {
-      section.fail("weight_decay",
-                   "the Trainer's own AdamW (the config has no optimizer) decays every weight "
-                   "but biases and LayerNorm weights; the reference engine has no parameter "
-                   "groups yet, so only weight_decay 0 runs");
-    }
     config["zero_allow_untested_optimizer"] = true;
     trainer_optimizer = hf_trainer_client_optimizer(args.learning_rate, args.adam_beta1,
-                                                    args.adam_beta2, args.adam_epsilon, 0.0);
+                                                    args.adam_beta2, args.adam_epsilon,
+                                                    args.weight_decay);
     notes.push_back(at_deepspeed + ": no optimizer: the Trainer passes its own torch AdamW "
-                    "(learning_rate, adam_beta1/2, adam_epsilon, weight_decay of hf_trainer) and "
-                    "sets zero_allow_untested_optimizer");
+                    "(learning_rate, adam_beta1/2, adam_epsilon, weight_decay of hf_trainer; "
+                    "biases and LayerNorm parameters in a group without decay) and sets "
+                    "zero_allow_untested_optimizer");
   }
   return config;
 }
@@ -313,7 +332,10 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
   scenario.requires_ = read_requirements(root);
 
   ObjectReader model = root.required_object("model");
-  scenario.model = read_zoo_choice(model, model_zoo(), "model");
+  model.note_known("frozen");
+  static_cast<ZooChoice<ModelOptions>&>(scenario.model) =
+      read_zoo_choice(model, model_zoo(), "model");
+  scenario.model.frozen = read_frozen(model, scenario.model.options);
   ObjectReader data = root.required_object("data");
   scenario.data = read_zoo_choice(data, data_zoo(), "data generator");
   if (auto problem = check_model_fits_data(scenario.model.options, scenario.data.options)) {

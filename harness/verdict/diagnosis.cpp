@@ -66,9 +66,10 @@ class ReferenceGradients {
       : model_(build_model(scenario.model, at::kDouble, at::kCPU)), source_(scenario.data) {
     model_->set_activation_checkpointing(checkpointing);
     c10::NoGradGuard no_grad;
+    // The golden records the trainable parameters; frozen ones keep their seeded values.
     size_t i = 0;
-    for (auto& item : model_->named_parameters(/*recurse=*/true)) {
-      item.value().copy_(parameters.at(i++));
+    for (auto& [name, parameter] : model_->trainable_named_parameters()) {
+      parameter.copy_(parameters.at(i++));
     }
   }
 
@@ -79,10 +80,10 @@ class ReferenceGradients {
     model_->loss_sum(batch).backward();
     items = batch.items;
     Gradients gradients;
-    for (auto& item : model_->named_parameters(/*recurse=*/true)) {
-      const at::Tensor gradient = item.value().grad();
+    for (auto& [name, parameter] : model_->trainable_named_parameters()) {
+      const at::Tensor gradient = parameter.grad();
       gradients.push_back(gradient.defined() ? gradient.detach().clone()
-                                             : at::zeros_like(item.value()));
+                                             : at::zeros_like(parameter));
     }
     return gradients;
   }
@@ -207,7 +208,11 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
              " never get a gradient: the model runs each block inside a reentrant checkpoint "
              "(deepspeed.checkpointing.checkpoint, or torch.utils.checkpoint with "
              "use_reentrant=True), which is an autograd function of the block's inputs only. "
-             "The first block's input, the data, does not require grad, so that checkpoint's "
+             "The first block's input, " +
+             (scenario.model.frozen.empty()
+                  ? std::string("the data,")
+                  : std::string("the data or the output of the frozen layers (model.frozen),")) +
+             " does not require grad, so that checkpoint's "
              "output has no autograd history, and neither has any checkpointed block fed from "
              "it: backward never reaches them and their parameters never train, without an "
              "error as long as a later layer still trains. Fix: "

@@ -80,10 +80,19 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.gradient_accumulation_steps = plan.batch.gradient_accumulation_steps;
   judgement.parameter_numel = trace.parameter_numel;
   // Padding from the shapes, not from the engine's own count, so the formula is independent.
-  std::vector<int64_t> numels;
-  for (const at::Tensor& parameter : trace.initial_parameters) numels.push_back(parameter.numel());
-  judgement.partitioned_numel =
-      padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size, numels);
+  // Stages 1-2 pad each optimizer param group's flat buffer apart.
+  std::vector<std::vector<int64_t>> numels_of_group(1);
+  for (size_t i = 0; i < trace.initial_parameters.size(); ++i) {
+    const auto group =
+        static_cast<size_t>(trace.parameter_groups.empty() ? 0 : trace.parameter_groups[i]);
+    if (numels_of_group.size() <= group) numels_of_group.resize(group + 1);
+    numels_of_group[group].push_back(trace.initial_parameters[i].numel());
+  }
+  judgement.partitioned_numel = 0;
+  for (const std::vector<int64_t>& numels : numels_of_group) {
+    judgement.partitioned_numel +=
+        padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size, numels);
+  }
   const int64_t element = element_bytes(plan.dtype);
   judgement.bytes_per_parameter = {element, element, element * optimizer_buffers(plan.optimizer)};
   if (plan.precision != Precision::fp32) {
@@ -99,6 +108,13 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.expected =
       expected_model_states(plan.zero_stage, plan.batch.world_size, judgement.partitioned_numel,
                             judgement.bytes_per_parameter);
+  // Frozen parameters: whole on every rank at stages 0-2, each partitioned at stage 3 (padded
+  // like any parameter there); no gradient, no optimizer state.
+  const int64_t frozen_numel = padded_numel_from_shapes(
+      plan.zero_stage >= 3 ? 3 : 0, plan.batch.world_size, trace.frozen_parameter_numels);
+  judgement.expected.parameters +=
+      judgement.bytes_per_parameter.parameters * frozen_numel /
+      (plan.zero_stage >= 3 ? plan.batch.world_size : 1);
   judgement.expected_paper = expected_model_states(
       plan.zero_stage, plan.batch.world_size, trace.parameter_numel, judgement.bytes_per_parameter);
   judgement.model_states_ratio = ratio(judgement.measured.total(), judgement.expected.total());
@@ -114,12 +130,28 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   }
 
   judgement.ring_bytes_per_step = last.ring_bytes;
+  // Where gradients are partitioned (stage 1 and up, several ranks), the squared norm is summed
+  // across ranks (for clipping, and always under mixed precision, unless the step overflowed),
+  // and fp16 sums the overflow count first: DeepSpeed all-reduces both too.
+  int64_t scalar_reductions = 0;
+  if (plan.zero_stage >= 1 && plan.batch.world_size > 1) {
+    if (plan.precision != Precision::fp32) {
+      scalar_reductions = (plan.mixed.check_overflow ? 1 : 0) + (last.skipped ? 0 : 1);
+    } else if (plan.gradient_clipping > 0.0 && last.through_engine) {
+      scalar_reductions = 1;
+    }
+  }
   const int64_t recomputed_numel = padded_numel_from_shapes(
       plan.zero_stage, plan.batch.world_size, trace.recomputed_parameter_numels);
   judgement.expected_ring_bytes_per_step = expected_ring_bytes_per_step(
       plan.zero_stage, plan.batch.world_size, plan.batch.gradient_accumulation_steps,
       judgement.partitioned_numel * judgement.bytes_per_parameter.parameters,
-      recomputed_numel * judgement.bytes_per_parameter.parameters);
+      recomputed_numel * judgement.bytes_per_parameter.parameters,
+      {frozen_numel * judgement.bytes_per_parameter.parameters,
+       padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size,
+                                trace.frozen_backward_parameter_numels) *
+           judgement.bytes_per_parameter.parameters},
+      scalar_reductions);
   judgement.traffic_ratio =
       ratio(judgement.ring_bytes_per_step, judgement.expected_ring_bytes_per_step);
   judgement.traffic_judged = figures_judged && !scenario.loop.evaluation.has_value();

@@ -104,7 +104,7 @@ def run(job, rank, world_size, record):
     loop = job["loop"]
     steps_wanted = job["steps"] if golden else 1
     source = zoo.SampleSource(job["data"] if golden else zoo.data_with_defaults(job["data"]))
-    parameters = list(engine.module.parameters())
+    parameters = zoo.trainable(engine.module)  # as the golden records them
     record["parameter_names"] = names
     record["steps"] = []
     record["micro_step_losses"] = []

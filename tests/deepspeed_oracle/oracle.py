@@ -78,7 +78,8 @@ def scenarios_in_scope():
     """The same list as oracle_tests.cmake: the accumulation, ZeRO and release scenarios for the
     installed release, a refused config at any ZeRO stage, training at stage 0."""
     files = []
-    for folder in ("accumulation", "zero", "deepspeed-versions", "schedulers", "checkpointing"):
+    for folder in ("accumulation", "zero", "deepspeed-versions", "schedulers", "checkpointing",
+                   "frozen"):
         for path in sorted((ROOT / "scenarios" / folder).glob("*.json")):
             scenario = json.loads(path.read_text())
             if scenario.get("deepspeed_version", DEEPSPEED_VERSION) != DEEPSPEED_VERSION:
@@ -249,7 +250,7 @@ def predict(hypothesis, model, parameters, source, engine, step, previous_gradie
     gas = engine["gradient_accumulation_steps"]
     micro = engine["train_micro_batch_size_per_gpu"] * engine["world_size"]
     with torch.no_grad():
-        for p, value in zip(model.parameters(), parameters):
+        for p, value in zip(zoo.trainable(model), parameters):
             p.copy_(value.double())
     first = step * gas
     sums, items = [], []
@@ -283,12 +284,18 @@ def predict(hypothesis, model, parameters, source, engine, step, previous_gradie
     if hypothesis == "reentrant_checkpoint_without_input_grad":
         # Reentrant checkpoints reach no block whose input lacks history: in the MLP every
         # hidden block follows the data, so only the head (the last layer) keeps its gradient.
-        # The GPT's blocks follow the trainable embeddings: nothing is lost there.
+        # The GPT's blocks follow the embeddings: nothing is lost unless both are frozen, and
+        # then only ln_f and the head keep theirs.
         if isinstance(model, zoo.Mlp):
-            head = {id(p) for p in model.layers[-1].parameters()}
-            return [w if id(p) in head else torch.zeros_like(w)
-                    for w, p in zip(window, model.parameters())]
-        return window
+            kept = list(model.layers[-1].parameters())
+        elif not any(p.requires_grad for p in (model.token_embedding.weight,
+                                               model.position_embedding.weight)):
+            kept = list(model.ln_f.parameters()) + list(model.head.parameters())
+        else:
+            return window
+        kept = {id(p) for p in kept}
+        return [w if id(p) in kept else torch.zeros_like(w)
+                for w, p in zip(window, zoo.trainable(model))]
     if hypothesis == "never_zeroed":
         if previous_gradients is None:
             raise ValueError("never_zeroed needs a previous step")

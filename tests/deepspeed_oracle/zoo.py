@@ -172,18 +172,58 @@ class Gpt(nn.Module):
         return -target_log_probs.masked_select(batch.mask).sum()
 
 
+def is_within(name, entry):
+    """Whether parameter `name` is `entry` or inside the module it names (scenario "frozen")."""
+    return name == entry or name.startswith(entry + ".")
+
+
+def initialise_as_trainrepro(module, seed):
+    """models/build_model.cpp's initialisation: float64, modules in pre-order, one CPU generator
+    seeded with the model seed (ATen's and torch's CPU generators are the same)."""
+    generator = torch.Generator().manual_seed(seed)
+    module.double()
+    with torch.no_grad():
+        for sub in module.modules():
+            if isinstance(sub, nn.Linear):
+                bound = 1.0 / math.sqrt(sub.weight.size(1))
+                sub.weight.uniform_(-bound, bound, generator=generator)
+                sub.bias.uniform_(-bound, bound, generator=generator)
+            elif isinstance(sub, nn.Embedding):
+                sub.weight.normal_(0.0, 0.02, generator=generator)
+            elif isinstance(sub, nn.LayerNorm):
+                sub.weight.fill_(1.0)
+                sub.bias.fill_(0.0)
+
+
+def trainable(module):
+    """The parameters that require grad, in order: what the golden records."""
+    return [p for p in module.parameters() if p.requires_grad]
+
+
 def build_model(model, names, initial, dtype):
-    """The zoo model with the golden's initial parameters (float64 in the file) cast to dtype."""
+    """The zoo model with the golden's initial parameters (float64 in the file) cast to dtype.
+    Frozen parameters (requires_grad_(False)) are not in the golden: they take trainrepro's
+    seeded initialisation, which must then reproduce the golden's trainable ones exactly."""
     kinds = {"mlp": Mlp, "gpt": Gpt}
     if model["name"] not in kinds:
         raise ValueError(f"the oracle does not know the model {model['name']!r}")
-    module = kinds[model["name"]](model["options"]).to(dtype)
-    own = [name for name, _ in module.named_parameters()]
+    module = kinds[model["name"]](model["options"])
+    frozen = model.get("frozen", [])
+    if frozen:
+        initialise_as_trainrepro(module, model.get("seed", 0))
+        for name, parameter in module.named_parameters():
+            if any(is_within(name, entry) for entry in frozen):
+                parameter.requires_grad_(False)
+            elif not torch.equal(parameter, initial[name].double()):
+                raise ValueError(f"the seeded initialisation differs from the golden at {name}")
+    module = module.to(dtype)
+    own = [name for name, p in module.named_parameters() if p.requires_grad]
     if own != list(names):
         raise ValueError(f"parameter names differ from the golden's: {own} vs {list(names)}")
     with torch.no_grad():
         for name, parameter in module.named_parameters():
-            parameter.copy_(initial[name])
+            if parameter.requires_grad:
+                parameter.copy_(initial[name])
     return module
 
 
@@ -219,6 +259,6 @@ def gradient_of_sum(module, source, begin, end):
     batch = source.samples(begin, end, torch.float64)
     module.loss_sum(module(batch.inputs), batch).backward()
     grads = [p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
-             for p in module.parameters()]
+             for p in trainable(module)]
     module.zero_grad(set_to_none=True)
     return grads, batch.items

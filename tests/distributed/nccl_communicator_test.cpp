@@ -44,7 +44,7 @@ TEST_F(NcclOnGpu, CollectivesSumGatherAndScatterCudaTensors) {
 
 // Every ZeRO stage on CUDA through NCCL ends where stage 0 on the CPU does, in float64.
 TEST_F(NcclOnGpu, EveryZeroStageOnCudaMatchesStageZeroOnCpu) {
-  const ModelSpec model_spec{"mlp", MlpOptions{{15, 29, 5}, Activation::tanh}, 11};
+  const ModelSpec model_spec{{"mlp", MlpOptions{{15, 29, 5}, Activation::tanh}, 11}};
   const DataSpec data{"classification", ClassificationData{15, 5}, 12};
   const int64_t ranks = communicator_->world_size();
   const int64_t rank = communicator_->rank();

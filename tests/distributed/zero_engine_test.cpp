@@ -21,7 +21,7 @@ constexpr int64_t kGas = 2;
 constexpr int64_t kSteps = 2;
 
 // 614 elements and odd-sized weights: padded at 4 ranks (flat) and at 2 and 4 (per parameter).
-const ModelSpec kModel{"mlp", MlpOptions{{15, 29, 5}, Activation::tanh}, 11};
+const ModelSpec kModel{{"mlp", MlpOptions{{15, 29, 5}, Activation::tanh}, 11}};
 const DataSpec kData{"classification", ClassificationData{15, 5}, 12};
 
 Plan plan_for(int64_t stage, int64_t micro_batch, int64_t world_size) {
@@ -137,7 +137,7 @@ class ZeroStageThreeAcrossRanks : public ::testing::Test {
 };
 
 TEST_F(ZeroStageThreeAcrossRanks, HoldsNoGatheredWeightsBetweenForwardAndBackward) {
-  const ModelSpec model{"mlp", MlpOptions{{64, 256, 256, 8}, Activation::gelu}, 14};
+  const ModelSpec model{{"mlp", MlpOptions{{64, 256, 256, 8}, Activation::gelu}, 14}};
   const int64_t parameter_bytes = (64 * 256 + 256 + 256 * 256 + 256 + 256 * 8 + 8) * 8;
   CountingCpuAllocator::install();
   const int64_t stage0 = bytes_added_by_forward(model, 0, communicator_.get());

@@ -58,6 +58,7 @@ set(scenario_loader_sources
     ${PROJECT_SOURCE_DIR}/models/model_zoo.cpp
     ${PROJECT_SOURCE_DIR}/models/data_zoo.cpp
     ${PROJECT_SOURCE_DIR}/models/model_data_fit.cpp
+    ${PROJECT_SOURCE_DIR}/models/parameter_names.cpp
     ${PROJECT_SOURCE_DIR}/models/options_json.cpp
     ${config_input_sources})
 add_fuzz_target(scenario ${scenario_loader_sources})

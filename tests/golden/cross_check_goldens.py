@@ -100,8 +100,19 @@ class FusedLambAsWritten(torch.optim.Optimizer):
                 p.add_(update, alpha=-size * ratio)
 
 
-def make_optimizer(config, params):
+def without_decay(name):
+    """The Trainer's rule (transformers' get_decay_parameter_names) on the zoo's names: biases,
+    and the parameters of LayerNorm modules (the GPT's ln1, ln2, ln_f)."""
+    return name.endswith("bias") or name.split(".")[-2] in ("ln1", "ln2", "ln_f")
+
+
+def make_optimizer(config, params, names):
     lr, decay = config["lr"], config["weight_decay"]
+    if config.get("decay_skips_bias_and_norm"):
+        # The Hugging Face Trainer's two groups: decayed weights first, the rest at 0.
+        params = [{"params": [p for p, n in zip(params, names) if not without_decay(n)]},
+                  {"params": [p for p, n in zip(params, names) if without_decay(n)],
+                   "weight_decay": 0.0}]
     if config["type"] == "Lamb":
         return FusedLambAsWritten(params, config)
     if config["type"] == "SGD":
@@ -206,7 +217,13 @@ def check_file(path):
 
     params = {name: tensors[f"init/{name}"].clone().requires_grad_(True) for name in names}
     ordered = [params[name] for name in names]
-    optimizer = make_optimizer(key["optimizer"], ordered)
+    # Parameters the scenario froze (key model.frozen) take part in the forward, unchanged.
+    frozen = {name[len("frozen/"):]: t for name, t in tensors.items() if name.startswith("frozen/")}
+    if bool(frozen) != bool(model.get("frozen")):
+        return False, 0.0, [f"frozen tensors {sorted(frozen)} do not match the key's "
+                            f"model.frozen {model.get('frozen')}"]
+    params.update(frozen)
+    optimizer = make_optimizer(key["optimizer"], ordered, names)
     inputs, targets = tensors["data/inputs"], tensors["data/targets"]
     mask = tensors.get("data/mask")
 

@@ -39,13 +39,13 @@ void expect_every_gradient_equal(const std::vector<at::Tensor>& actual,
 ModelSpec mlp_spec() {
   MlpOptions options;
   options.dims = {16, 24, 24, 4};
-  return {"mlp", options, 3};
+  return {{"mlp", options, 3}};
 }
 
 ModelSpec gpt_spec() {
   GptOptions options;
   options.layers = 3;
-  return {"gpt", options, 4};
+  return {{"gpt", options, 4}};
 }
 
 Batch batch_for(const ModelSpec& spec) {

@@ -146,6 +146,20 @@ TEST(Optimizer, LambMatchesDeepSpeedsFusedLambKernel) {
   }
 }
 
+// Parameter groups: each position its own weight decay (the Trainer's AdamW: 0 for biases).
+TEST(Optimizer, WeightDecayPerPosition) {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::adamw;
+  config.lr = 0.1;
+  config.weight_decay = 0.5;
+  Optimizer optimizer(config);
+  optimizer.set_weight_decays({0.5, 0.0});
+  at::Tensor decayed = at::ones({3}, at::kDouble), kept = at::ones({2}, at::kDouble);
+  optimizer.step({decayed, kept}, {at::zeros({3}, at::kDouble), at::zeros({2}, at::kDouble)});
+  EXPECT_DOUBLE_EQ(decayed[0].item<double>(), 1.0 - 0.1 * 0.5);  // zero gradient: decay only
+  EXPECT_DOUBLE_EQ(kept[0].item<double>(), 1.0);
+}
+
 TEST(GradientClipping, ScalesToMaxNormOnlyWhenAbove) {
   const at::Tensor gradient = at::tensor({3.0, 4.0}, at::kDouble);  // norm 5
   const double norm = std::sqrt(sum_of_squares({gradient}));
@@ -168,7 +182,7 @@ class ReferenceEngineTest : public ::testing::Test {
     return SampleSource(data_).samples(2 * m, 2 * m + 2, at::kDouble, at::kCPU);
   }
 
-  ModelSpec model_spec_{"mlp", MlpOptions{{16, 8, 4}, Activation::relu}, 5};
+  ModelSpec model_spec_{{"mlp", MlpOptions{{16, 8, 4}, Activation::relu}, 5}};
   DataSpec data_{"classification", ClassificationData{16, 4}, 6};
   Plan plan_;
   std::shared_ptr<ZooModel> model_;

@@ -37,7 +37,7 @@ TEST(LeakDetection, PlantedKibPerStepLeakIsFoundWithin32Boundaries) {
   Plan plan;
   plan.batch = {16, 8, 2, 1, {}};
   plan.optimizer.kind = OptimizerKind::adamw;
-  const ModelSpec model_spec{"mlp", MlpOptions{{16, 64, 4}, Activation::relu}, 1};
+  const ModelSpec model_spec{{"mlp", MlpOptions{{16, 64, 4}, Activation::relu}, 1}};
   const DataSpec data{"classification", ClassificationData{16, 4}, 2};
 
   MemoryProbe probe(Device::cpu, 200);

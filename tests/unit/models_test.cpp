@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "models/parameter_names.h"
 #include "models/gpt_model.h"
 #include "models/mlp_model.h"
 #include "models/sample_source.h"
@@ -29,13 +30,13 @@ DataSpec token_data(int64_t seed = 0) { return {"token_sequences", TokenSequence
 ModelSpec mlp_spec(std::vector<int64_t> dims = {16, 64, 4}, int64_t seed = 0) {
   MlpOptions options;
   options.dims = std::move(dims);
-  return {"mlp", options, seed};
+  return {{"mlp", options, seed}};
 }
 
 ModelSpec gpt_spec(int64_t layers = 2, int64_t seed = 0) {
   GptOptions options;
   options.layers = layers;
-  return {"gpt", options, seed};
+  return {{"gpt", options, seed}};
 }
 
 std::vector<std::string> parameter_names(const ZooModel& model) {
@@ -273,6 +274,66 @@ TEST(BuildModel, InitialValuesFollowTheStatedDistributions) {
           << name;
     }
   }
+}
+
+// parameter_names.h describes the names without building the model; it must agree with it.
+TEST(ParameterNaming, AgreesWithTheBuiltModels) {
+  for (const ModelSpec& spec : {mlp_spec(), mlp_spec({5, 3}), mlp_spec({4, 6, 6, 6, 2}),
+                                gpt_spec(1), gpt_spec(3)}) {
+    const auto model = build_model(spec, at::kDouble, kCpu);
+    EXPECT_EQ(all_parameter_names(parameter_naming(spec.options)), parameter_names(*model))
+        << spec.name;
+  }
+}
+
+TEST(ParameterNaming, FrozenEntriesSelectWholeNamesOrModules) {
+  const ParameterNaming mlp = parameter_naming(MlpOptions{{4, 6, 2}, Activation::relu});
+  for (const char* entry : {"layers", "layers.0", "layers.1.bias", "layers.0.weight"}) {
+    EXPECT_TRUE(selects_a_parameter(mlp, entry)) << entry;
+  }
+  for (const char* entry : {"", "layer", "layers.", "layers.2", "layers.01", "layers.0.w",
+                            "layers.0.weight.x", "layers.-1", "layers.99999999999999999999"}) {
+    EXPECT_FALSE(selects_a_parameter(mlp, entry)) << entry;
+  }
+  const ParameterNaming gpt = parameter_naming(GptOptions{});
+  for (const char* entry : {"token_embedding", "blocks.1.ln1", "blocks.0.mlp_out.bias", "head"}) {
+    EXPECT_TRUE(selects_a_parameter(gpt, entry)) << entry;
+  }
+  for (const char* entry : {"blocks.1.ln", "embedding", "blocks.2", "head.weight.t"}) {
+    EXPECT_FALSE(selects_a_parameter(gpt, entry)) << entry;
+  }
+  EXPECT_TRUE(name_is_within("blocks.1.ln1.weight", "blocks.1"));
+  EXPECT_FALSE(name_is_within("blocks.10.ln1.weight", "blocks.1"));
+}
+
+TEST(ParameterNaming, KnowsWhenEverythingIsFrozen) {
+  const ParameterNaming mlp = parameter_naming(MlpOptions{{4, 6, 2}, Activation::relu});
+  EXPECT_FALSE(leaves_a_parameter_out(mlp, {"layers"}));
+  EXPECT_FALSE(leaves_a_parameter_out(mlp, {"layers.0", "layers.1"}));
+  EXPECT_FALSE(leaves_a_parameter_out(mlp, {"layers.0", "layers.1.weight", "layers.1.bias"}));
+  EXPECT_TRUE(leaves_a_parameter_out(mlp, {"layers.0", "layers.1.weight"}));
+  const ParameterNaming gpt = parameter_naming(GptOptions{});
+  EXPECT_TRUE(leaves_a_parameter_out(gpt, {"token_embedding", "blocks", "ln_f", "head"}));
+  EXPECT_FALSE(leaves_a_parameter_out(
+      gpt, {"token_embedding", "position_embedding", "blocks", "ln_f", "head"}));
+  GptOptions deep;
+  deep.layers = 1000000000;  // described, never enumerated
+  EXPECT_TRUE(leaves_a_parameter_out(parameter_naming(deep), {"blocks.0", "blocks.999999999"}));
+  EXPECT_EQ(describe_parameter_names(parameter_naming(MlpOptions{{4, 6, 2}, Activation::relu})),
+            "layers.<0-1>.weight, layers.<0-1>.bias");
+}
+
+TEST(BuildModel, FrozenParametersDoNotRequireGrad) {
+  ModelSpec spec = gpt_spec(2);
+  spec.frozen = {"token_embedding", "blocks.1"};
+  const auto model = build_model(spec, at::kFloat, kCpu);
+  for (const auto& item : model->named_parameters()) {
+    const bool frozen = item.key() == "token_embedding.weight" ||
+                        item.key().rfind("blocks.1.", 0) == 0;
+    EXPECT_EQ(item.value().requires_grad(), !frozen) << item.key();
+  }
+  EXPECT_EQ(model->frozen_parameters().size(), 13u);
+  EXPECT_EQ(model->trainable_named_parameters().front().first, "position_embedding.weight");
 }
 
 TEST(BuildModel, UnknownModelIsRejected) {

@@ -104,6 +104,25 @@ TEST_F(ScenarioLoading, UnknownModelOptionIsRejected) {
             std::string::npos);
 }
 
+// A typo in "frozen" would silently train everything; freezing everything trains nothing.
+TEST_F(ScenarioLoading, FrozenEntriesMustNameParametersAndLeaveOneTrainable) {
+  nlohmann::json scenario = valid_scenario();  // mlp [16, 64, 4]
+  scenario["model"]["frozen"] = {"layers.0"};
+  EXPECT_EQ(load_scenario(write("s.json", scenario.dump())).model.frozen,
+            (std::vector<std::string>{"layers.0"}));
+  scenario["model"]["frozen"] = {"layers.0", "layer.1"};
+  EXPECT_EQ(error_of(scenario),
+            path_ + ":/model/frozen/1: expected the name of a parameter or of a module holding "
+                    "some (as named_parameters() writes them), found \"layer.1\"; this model's "
+                    "parameters: layers.<0-1>.weight, layers.<0-1>.bias");
+  scenario["model"]["frozen"] = {"layers"};
+  EXPECT_EQ(error_of(scenario).rfind(path_ + ":/model/frozen: every parameter is frozen", 0), 0u)
+      << error_of(scenario);
+  scenario["model"]["frozen"] = "layers.0";
+  EXPECT_NE(error_of(scenario).find(":/model/frozen: expected an array of strings"),
+            std::string::npos);
+}
+
 TEST_F(ScenarioLoading, UnknownEnumValueNamesTheAllowedOnes) {
   nlohmann::json scenario = valid_scenario();
   scenario["device"] = "gpu";

@@ -57,13 +57,24 @@ TEST(ZeroFormulas, TrafficPerStepIsTwiceTheModelAndOneAndAHalfTimesThatAtStageTh
   EXPECT_EQ(expected_ring_bytes_per_step(3, 1, 4, 4000), 0);
 }
 
+// Frozen parameters (requires_grad false) are neither reduced nor gathered at stages 1-2; stage 3
+// gathers them for every forward and for the backward of units whose output has history.
+TEST(ZeroFormulas, FrozenParametersAreOnlyGatheredAtStageThree) {
+  EXPECT_EQ(expected_ring_bytes_per_step(2, 2, 1, 4000, 0, {1000, 600}), 4000);
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 1, 4000, 0, {1000, 600}), 6800);
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 4, 4000, 0, {1000, 600}), 27200);
+}
+
 struct OneRankRun {
   std::vector<at::Tensor> parameters;
   std::vector<double> losses;
 };
 
-OneRankRun train_one_rank(const ModelSpec& model_spec, const DataSpec& data, int64_t stage) {
+OneRankRun train_one_rank(const ModelSpec& model_spec, const DataSpec& data, int64_t stage,
+                          bool trainer_groups = false, double weight_decay = 0.0) {
   Plan plan;
+  plan.optimizer.decay_skips_bias_and_norm = trainer_groups;
+  plan.optimizer.weight_decay = weight_decay;
   plan.batch = {8, 2, 4, 1, {}};
   plan.dtype = EngineDtype::float64;
   plan.zero_stage = stage;
@@ -85,10 +96,12 @@ OneRankRun train_one_rank(const ModelSpec& model_spec, const DataSpec& data, int
   return run;
 }
 
-void expect_every_stage_matches_stage_zero(const ModelSpec& model, const DataSpec& data) {
-  const OneRankRun reference = train_one_rank(model, data, 0);
+void expect_every_stage_matches_stage_zero(const ModelSpec& model, const DataSpec& data,
+                                           bool trainer_groups = false) {
+  const double weight_decay = trainer_groups ? 0.3 : 0.0;
+  const OneRankRun reference = train_one_rank(model, data, 0, trainer_groups, weight_decay);
   for (int64_t stage = 1; stage <= 3; ++stage) {
-    const OneRankRun run = train_one_rank(model, data, stage);
+    const OneRankRun run = train_one_rank(model, data, stage, trainer_groups, weight_decay);
     // The clipping norm sums in another order over a flat buffer: equal to rounding.
     for (size_t m = 0; m < run.losses.size(); ++m) {
       EXPECT_NEAR(run.losses[m], reference.losses[m], 1e-12)
@@ -114,6 +127,69 @@ TEST(ZeroStagesOnOneRank, MlpTrainsExactlyAsWithoutZero) {
 TEST(ZeroStagesOnOneRank, GptTrainsExactlyAsWithoutZero) {
   expect_every_stage_matches_stage_zero({"gpt", GptOptions{16, 8, 8, 2, 1}, 5},
                                         {"token_sequences", TokenSequenceData{16, 2, 8}, 6});
+}
+
+// A user's requires_grad_(False) (PEFT, frozen embeddings): the trainable parameters train the
+// same at every stage, and the frozen ones (not in the engine's list) never move.
+TEST(ZeroStagesOnOneRank, FrozenParametersStayAsBuiltAtEveryStage) {
+  ModelSpec mlp{{"mlp", MlpOptions{{7, 9, 9, 3}, Activation::gelu}, 3}};
+  mlp.frozen = {"layers.1"};
+  ModelSpec gpt{{"gpt", GptOptions{16, 8, 8, 2, 2}, 5}};
+  gpt.frozen = {"token_embedding", "position_embedding", "blocks.1.ln2"};
+  const DataSpec features{"classification", ClassificationData{7, 3}, 4};
+  const DataSpec tokens{"token_sequences", TokenSequenceData{16, 2, 8}, 6};
+  expect_every_stage_matches_stage_zero(mlp, features);
+  expect_every_stage_matches_stage_zero(gpt, tokens);
+  for (int64_t stage = 0; stage <= 3; ++stage) {
+    Plan plan;
+    plan.batch = {4, 2, 2, 1, {}};
+    plan.dtype = EngineDtype::float64;
+    plan.zero_stage = stage;
+    plan.optimizer.kind = OptimizerKind::adamw;
+    plan.optimizer.weight_decay = 0.1;  // would move a frozen weight handed to the optimizer
+    auto model = build_model(gpt, at::kDouble, at::kCPU);
+    const auto built = build_model(gpt, at::kDouble, at::kCPU)->frozen_parameters();
+    ReferenceEngine engine(model, plan);
+    EXPECT_EQ(engine.parameter_names().front(), "blocks.0.ln1.weight") << "stage " << stage;
+    const SampleSource source(tokens);
+    for (int64_t m = 0; m < 4; ++m) {
+      const Batch batch = source.samples(2 * m, 2 * m + 2, at::kDouble, at::kCPU);
+      engine.backward(model->loss_sum(batch) / static_cast<double>(batch.items));
+      engine.step();
+    }
+    (void)engine.gather_full_parameters();
+    const std::vector<at::Tensor> frozen = model->frozen_parameters();
+    ASSERT_EQ(frozen.size(), 4u);  // two embeddings, blocks.1.ln2's weight and bias
+    for (size_t i = 0; i < frozen.size(); ++i) {
+      if (stage == 3) continue;  // released between units: compared through a forward below
+      EXPECT_TRUE(frozen[i].equal(built[i])) << "stage " << stage << ", frozen " << i;
+    }
+  }
+}
+
+// The Hugging Face Trainer's two AdamW groups (no decay for biases and LayerNorm parameters):
+// stages 1-2 hold one flat buffer per group, and every stage trains as stage 0 does.
+TEST(ZeroStagesOnOneRank, TrainerParameterGroupsTrainAlikeAtEveryStage) {
+  const ModelSpec gpt{{"gpt", GptOptions{16, 8, 8, 2, 1}, 5}};
+  const DataSpec tokens{"token_sequences", TokenSequenceData{16, 2, 8}, 6};
+  expect_every_stage_matches_stage_zero(gpt, tokens, /*trainer_groups=*/true);
+  // The groups matter: decaying everything gives other weights.
+  const OneRankRun grouped = train_one_rank(gpt, tokens, 2, /*trainer_groups=*/true, 0.3);
+  Plan plan;
+  plan.batch = {8, 2, 4, 1, {}};
+  plan.dtype = EngineDtype::float64;
+  plan.zero_stage = 2;
+  plan.optimizer.kind = OptimizerKind::adamw;
+  plan.optimizer.decay_skips_bias_and_norm = true;
+  auto model = build_model(gpt, at::kDouble, at::kCPU);
+  ReferenceEngine engine(model, plan);
+  // token_embedding, position_embedding, ln1 (2), attn_qkv (2), …: biases and norms in group 1.
+  const std::vector<int64_t> expected_groups{0, 0, 1, 1, 0, 1, 0, 1, 1, 1, 0, 1, 0, 1, 1, 1, 0, 1};
+  EXPECT_EQ(engine.parameter_groups(), expected_groups);
+  EXPECT_EQ(engine.parameter_names()[16], "head.weight");
+  const OneRankRun decay_all = train_one_rank(gpt, tokens, 2, /*trainer_groups=*/false, 0.3);
+  // ln1.weight: decayed only without the groups.
+  EXPECT_GT((grouped.parameters[2] - decay_all.parameters[2]).abs().max().item<double>(), 1e-4);
 }
 
 // DeepSpeed releases each module once its backward is done; so must stage 3 here. When the first
