@@ -30,8 +30,10 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
  public:
   // `parameters` are the trainable ones; `frozen` are partitioned and gathered the same way
   // (DeepSpeed's stage 3 partitions every parameter) but have no gradient or optimizer state.
+  // `group_of`: each trainable parameter's optimizer param group (empty: one group).
   PartitionedParameterStrategy(ZooModel& model, std::vector<at::Tensor> parameters,
-                               const std::vector<at::Tensor>& frozen, Communicator* communicator)
+                               const std::vector<at::Tensor>& frozen,
+                               const std::vector<int64_t>& group_of, Communicator* communicator)
       : model_(model),
         parameters_(std::move(parameters)),
         trainable_count_(parameters_.size()),
@@ -40,6 +42,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     parameters_.insert(parameters_.end(), frozen.begin(), frozen.end());
     const int64_t ranks = world_size_of(communicator_);
     const int64_t rank = rank_of(communicator_);
+    std::vector<int64_t> shard_numels;
     for (size_t i = 0; i < parameters_.size(); ++i) {
       at::Tensor& parameter = parameters_[i];
       index_of_[parameter.unsafeGetTensorImpl()] = i;
@@ -49,10 +52,10 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
       at::Tensor flat = at::zeros({padded}, parameter.options().requires_grad(false));
       flat.narrow(0, 0, parameter.numel()).copy_(parameter.reshape({-1}));
       parameter_shards_.push_back(flat.narrow(0, rank * shard, shard).clone());
-      if (i >= trainable_count_) continue;
-      gradient_shards_.push_back(at::zeros({shard}, flat.options()));
-      padded_numel_ += padded;
+      shard_numels.push_back(shard);
+      if (i < trainable_count_) padded_numel_ += padded;
     }
+    lay_out_trainable_shards_flat(shard_numels, group_of);
     empty_ = at::empty({0}, parameters_.front().options().requires_grad(false));
     release(all_indices());
     model_.set_parameter_gate(this);
@@ -100,10 +103,8 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     gathered_for_backward_.clear();
   }
 
-  std::vector<at::Tensor> owned_parameters() override {
-    return {parameter_shards_.begin(), parameter_shards_.begin() + trainable_count_};
-  }
-  std::vector<at::Tensor> owned_gradients() override { return gradient_shards_; }
+  std::vector<at::Tensor> owned_parameters() override { return flat_parameter_shards_; }
+  std::vector<at::Tensor> owned_gradients() override { return flat_gradient_shards_; }
   bool gradients_partitioned() const override { return world_size_of(communicator_) > 1; }
   void after_update() override {}  // parameters stay partitioned until the next forward
   void zero_grad() override {
@@ -134,6 +135,40 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   }
 
  private:
+  // DeepSpeed's stage 3 hands the optimizer one flat float32 partition per param group (per
+  // sub group of sub_group_size elements, 1e9 by default: one for models this size), each rank's
+  // shards side by side (stage3.py _optimizer_step). The trainable shards become views into
+  // such a buffer per group, so the optimizer updates them in place, and Lamb's trust ratio is
+  // taken over the whole buffer as FusedLamb takes it there.
+  void lay_out_trainable_shards_flat(const std::vector<int64_t>& shard_numels,
+                                     const std::vector<int64_t>& group_of) {
+    std::vector<std::vector<size_t>> members;
+    for (size_t i = 0; i < trainable_count_; ++i) {
+      const auto group = static_cast<size_t>(group_of.empty() ? 0 : group_of.at(i));
+      if (members.size() <= group) members.resize(group + 1);
+      members[group].push_back(i);
+    }
+    gradient_shards_.resize(trainable_count_);
+    for (const std::vector<size_t>& positions : members) {
+      if (positions.empty()) continue;
+      int64_t numel = 0;
+      for (size_t i : positions) numel += shard_numels[i];
+      const at::TensorOptions options = parameter_shards_[positions.front()].options();
+      at::Tensor flat_parameters = at::empty({numel}, options);
+      at::Tensor flat_gradients = at::zeros({numel}, options);
+      int64_t offset = 0;
+      for (size_t i : positions) {
+        at::Tensor view = flat_parameters.narrow(0, offset, shard_numels[i]);
+        view.copy_(parameter_shards_[i]);
+        parameter_shards_[i] = view;
+        gradient_shards_[i] = flat_gradients.narrow(0, offset, shard_numels[i]);
+        offset += shard_numels[i];
+      }
+      flat_parameter_shards_.push_back(flat_parameters);
+      flat_gradient_shards_.push_back(flat_gradients);
+    }
+  }
+
   std::vector<size_t> first_indices(size_t count) const {
     std::vector<size_t> indices(count);
     for (size_t i = 0; i < count; ++i) indices[i] = i;
@@ -204,6 +239,10 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<at::Tensor> parameter_shards_;
   std::vector<at::Tensor> gradient_shards_;  // trainable parameters only
+  // Per optimizer param group, this rank's trainable shards side by side (the shards above are
+  // views into these): what the optimizer updates.
+  std::vector<at::Tensor> flat_parameter_shards_;
+  std::vector<at::Tensor> flat_gradient_shards_;
   at::Tensor empty_;
   int64_t padded_numel_ = 0;
   std::vector<size_t> gathered_for_backward_;  // the unit whose backward runs now
@@ -212,9 +251,10 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
 }  // namespace
 
 std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
-    ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator) {
-  return std::make_unique<PartitionedParameterStrategy>(model, std::move(parameters),
-                                                        model.frozen_parameters(), communicator);
+    ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator,
+    const std::vector<int64_t>& group_of) {
+  return std::make_unique<PartitionedParameterStrategy>(
+      model, std::move(parameters), model.frozen_parameters(), group_of, communicator);
 }
 
 }  // namespace trainrepro

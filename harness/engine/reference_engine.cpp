@@ -59,8 +59,8 @@ std::vector<double> ReferenceEngine::owned_weight_decays() const {
     return group == 0 ? plan_.optimizer.weight_decay : 0.0;
   };
   std::vector<double> decays;
-  if (plan_.zero_stage == 1 || plan_.zero_stage == 2) {
-    // One shard per non-empty group, in group order (make_grouped_flat_strategy).
+  if (plan_.zero_stage >= 1) {
+    // One flat tensor per non-empty group, in group order (make_zero_strategy).
     for (int64_t group = 0; group <= 1; ++group) {
       if (std::count(parameter_groups_.begin(), parameter_groups_.end(), group) > 0) {
         decays.push_back(decay_of_group(group));

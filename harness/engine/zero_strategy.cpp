@@ -21,7 +21,8 @@ std::unique_ptr<ZeroStrategy> make_zero_strategy(int64_t zero_stage, ZooModel& m
       return make_partitioned_flat_strategy(std::move(parameters), communicator,
                                             /*partition_gradients=*/zero_stage == 2);
     case 3:
-      return make_partitioned_parameter_strategy(model, std::move(parameters), communicator);
+      return make_partitioned_parameter_strategy(model, std::move(parameters), communicator,
+                                                  group_of);
     default:
       throw std::invalid_argument("engine: ZeRO stage " + std::to_string(zero_stage) +
                                   " does not exist (0 to 3)");

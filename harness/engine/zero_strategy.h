@@ -63,9 +63,9 @@ class ZeroStrategy {
 // frozen parameters alone (DeepSpeed flattens only trainable ones), stage 3 partitions the
 // model's frozen parameters too and installs itself as the model's parameter gate.
 // `communicator` may be null for one rank.
-// `group_of`: each parameter's optimizer param group (empty: one group); only stages 1-2 lay
-// groups out apart, one flat buffer each, so owned_parameters() then holds one shard per group in
-// group order.
+// `group_of`: each parameter's optimizer param group (empty: one group). Stages 1-3 hand the
+// optimizer one flat tensor per non-empty group, in group order (stages 1-2 flatten and pad each
+// group apart; stage 3 puts the rank's shards of the group's parameters side by side).
 std::unique_ptr<ZeroStrategy> make_zero_strategy(int64_t zero_stage, ZooModel& model,
                                                  std::vector<at::Tensor> parameters,
                                                  Communicator* communicator,
@@ -81,6 +81,7 @@ std::unique_ptr<ZeroStrategy> make_grouped_flat_strategy(std::vector<at::Tensor>
                                                          Communicator* communicator,
                                                          bool partition_gradients);
 std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
-    ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator);
+    ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator,
+    const std::vector<int64_t>& group_of = {});
 
 }  // namespace trainrepro

@@ -32,6 +32,7 @@
 #include "harness/verdict/habit_visibility.h"
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_training.h"
+#include "models/model_size.h"
 
 namespace trainrepro {
 namespace {
@@ -149,12 +150,22 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
            " and keeps float32 master weights, so a mixed-precision scenario runs in float32 "
            "(remove \"dtype\"; the golden stays float64)";
   }
-  // Stage 3 hands FusedLamb one flat float32 partition per sub-group (sub_group_size), whose
-  // trust ratio spans many tensors; the engine's stage 3 keeps per-parameter shards.
+  // Stage 3 hands FusedLamb one flat float32 partition per sub group of sub_group_size elements
+  // (1e9 by default); the engine's stage 3 keeps one per param group, which is the same while a
+  // group fits in one sub group. Smaller sub groups would split Lamb's trust ratio further.
   if (plan.optimizer.kind == OptimizerKind::lamb && plan.zero_stage == 3) {
-    return scenario.file + ":/deepspeed/zero_optimization/stage: Lamb at ZeRO stage 3 is not "
-           "implemented by the reference engine (DeepSpeed gives FusedLamb one flat partition "
-           "per sub-group, so its trust ratio spans many tensors; stages 0-2 are implemented)";
+    const nlohmann::json& zero = scenario.deepspeed.verbatim.value("zero_optimization",
+                                                                   nlohmann::json::object());
+    if (zero.is_object() && zero.contains("sub_group_size") &&
+        zero["sub_group_size"].is_number() &&
+        zero["sub_group_size"].get<double>() < static_cast<double>(
+                                                   parameter_count(scenario.model.options))) {
+      return scenario.file + ":/deepspeed/zero_optimization/sub_group_size: Lamb at ZeRO stage "
+             "3 with sub groups smaller than the model (" +
+             std::to_string(parameter_count(scenario.model.options)) +
+             " parameters) is not implemented by the reference engine: DeepSpeed gives FusedLamb "
+             "one flat partition per sub group, so its trust ratio would span each sub group";
+    }
   }
   if (plan.mixed.accumulate_in_fp32 && plan.precision != Precision::fp32 && plan.zero_stage >= 2) {
     return scenario.file + ":/deepspeed/data_types/grad_accum_dtype: float32 accumulation of " +

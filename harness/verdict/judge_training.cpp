@@ -396,20 +396,23 @@ void diagnose_learning_rate(const Plan& plan, const Trace& trace, int64_t step,
 }
 
 // ZeRO stages 1-2 flatten the model and hand FusedLamb each rank's flat float32 partition as one
-// tensor (stage_1_and_2.py: param_group["params"] = [the rank's partition]), so the trust ratio
-// ||p|| / ||update|| is taken over a partition spanning layers, not layer by layer as LAMB
-// intends and as the golden's single-rank stage-0 run does.
+// tensor (stage_1_and_2.py: param_group["params"] = [the rank's partition]); stage 3 does the same
+// with each sub group's flat partition of the rank's shards (stage3.py _optimizer_step; one sub
+// group below sub_group_size, 1e9 elements). So the trust ratio ||p|| / ||update|| is taken over
+// a partition spanning layers, not layer by layer as LAMB intends and as the golden's
+// single-rank stage-0 run does.
 void diagnose_partitioned_lamb(const Plan& plan, Diagnosis& diagnosis) {
-  if (plan.optimizer.kind != OptimizerKind::lamb ||
-      (plan.zero_stage != 1 && plan.zero_stage != 2)) {
-    return;
-  }
+  if (plan.optimizer.kind != OptimizerKind::lamb || plan.zero_stage < 1) return;
   diagnosis.kind = DiagnosisKind::lamb_trust_ratio_over_partition;
   const int64_t ranks = plan.batch.world_size;
   diagnosis.explanation =
       "the gradients match the golden but the Lamb update does not: at ZeRO stage " +
       std::to_string(plan.zero_stage) + " DeepSpeed " + plan.deepspeed_version +
-      " gives FusedLamb each rank's flat partition of the whole model as one tensor, so its "
+      " gives FusedLamb each rank's flat partition of the whole model as one tensor" +
+      (plan.zero_stage == 3 ? std::string(" (at stage 3: the rank's shards of every parameter "
+                                          "side by side, one tensor per sub group)")
+                            : std::string()) +
+      ", so its "
       "trust ratio ||p|| / ||update|| is computed over " +
       (ranks == 1 ? std::string("the whole model at once")
                   : "each of the " + std::to_string(ranks) + " ranks' partitions") +

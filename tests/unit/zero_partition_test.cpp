@@ -71,14 +71,15 @@ struct OneRankRun {
 };
 
 OneRankRun train_one_rank(const ModelSpec& model_spec, const DataSpec& data, int64_t stage,
-                          bool trainer_groups = false, double weight_decay = 0.0) {
+                          bool trainer_groups = false, double weight_decay = 0.0,
+                          OptimizerKind kind = OptimizerKind::adamw) {
   Plan plan;
   plan.optimizer.decay_skips_bias_and_norm = trainer_groups;
   plan.optimizer.weight_decay = weight_decay;
   plan.batch = {8, 2, 4, 1, {}};
   plan.dtype = EngineDtype::float64;
   plan.zero_stage = stage;
-  plan.optimizer.kind = OptimizerKind::adamw;
+  plan.optimizer.kind = kind;
   plan.optimizer.lr = 0.01;
   plan.gradient_clipping = 0.1;
   auto model = build_model(model_spec, at::kDouble, at::kCPU);
@@ -190,6 +191,22 @@ TEST(ZeroStagesOnOneRank, TrainerParameterGroupsTrainAlikeAtEveryStage) {
   const OneRankRun decay_all = train_one_rank(gpt, tokens, 2, /*trainer_groups=*/false, 0.3);
   // ln1.weight: decayed only without the groups.
   EXPECT_GT((grouped.parameters[2] - decay_all.parameters[2]).abs().max().item<double>(), 1e-4);
+}
+
+// DeepSpeed's stage 3 hands the optimizer the rank's shards side by side, one flat tensor per
+// param group (stage3.py _optimizer_step), as stages 1-2 hand it their flat partition: on one
+// rank Lamb's trust ratio then spans the whole model at both, and differs from stage 0's.
+TEST(ZeroStagesOnOneRank, LambSeesOneFlatPartitionAtStagesOneToThree) {
+  const ModelSpec mlp{{"mlp", MlpOptions{{7, 9, 3}, Activation::gelu}, 3}};
+  const DataSpec features{"classification", ClassificationData{7, 3}, 4};
+  const auto lamb = [&](int64_t stage) {
+    return train_one_rank(mlp, features, stage, false, 0.01, OptimizerKind::lamb).parameters;
+  };
+  const std::vector<at::Tensor> layer_wise = lamb(0), flat2 = lamb(2), flat3 = lamb(3);
+  for (size_t i = 0; i < flat2.size(); ++i) {
+    EXPECT_LT((flat3[i] - flat2[i]).abs().max().item<double>(), 1e-12) << "parameter " << i;
+  }
+  EXPECT_GT((flat3[0] - layer_wise[0]).abs().max().item<double>(), 1e-6);
 }
 
 // DeepSpeed releases each module once its backward is done; so must stage 3 here. When the first
