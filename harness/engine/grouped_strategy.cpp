@@ -3,8 +3,7 @@
 // one shard of every group, and the optimizer sees one tensor per group. Each group is held by its
 // own partitioned flat strategy; this one forwards to them and puts their answers back in the
 // model's parameter order.
-#include <algorithm>
-
+#include "harness/engine/zero_layout.h"
 #include "harness/engine/zero_strategy.h"
 
 namespace trainrepro {
@@ -87,16 +86,7 @@ std::unique_ptr<ZeroStrategy> make_grouped_flat_strategy(std::vector<at::Tensor>
                                                          const std::vector<int64_t>& group_of,
                                                          Communicator* communicator,
                                                          bool partition_gradients) {
-  std::vector<std::vector<size_t>> members;
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    const auto g = static_cast<size_t>(group_of.at(i));
-    if (members.size() <= g) members.resize(g + 1);
-    members[g].push_back(i);
-  }
-  // An empty group holds nothing to partition (a model without biases): leave it out.
-  members.erase(std::remove_if(members.begin(), members.end(),
-                               [](const std::vector<size_t>& m) { return m.empty(); }),
-                members.end());
+  std::vector<std::vector<size_t>> members = positions_by_group(group_of, parameters.size());
   std::vector<std::unique_ptr<ZeroStrategy>> groups;
   for (const std::vector<size_t>& positions : members) {
     std::vector<at::Tensor> held;

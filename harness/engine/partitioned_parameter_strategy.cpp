@@ -142,15 +142,8 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   // taken over the whole buffer as FusedLamb takes it there.
   void lay_out_trainable_shards_flat(const std::vector<int64_t>& shard_numels,
                                      const std::vector<int64_t>& group_of) {
-    std::vector<std::vector<size_t>> members;
-    for (size_t i = 0; i < trainable_count_; ++i) {
-      const auto group = static_cast<size_t>(group_of.empty() ? 0 : group_of.at(i));
-      if (members.size() <= group) members.resize(group + 1);
-      members[group].push_back(i);
-    }
     gradient_shards_.resize(trainable_count_);
-    for (const std::vector<size_t>& positions : members) {
-      if (positions.empty()) continue;
+    for (const std::vector<size_t>& positions : positions_by_group(group_of, trainable_count_)) {
       int64_t numel = 0;
       for (size_t i : positions) numel += shard_numels[i];
       const at::TensorOptions options = parameter_shards_[positions.front()].options();

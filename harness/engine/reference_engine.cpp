@@ -1,6 +1,5 @@
 #include "harness/engine/reference_engine.h"
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -10,6 +9,7 @@
 
 #include "harness/engine/gradient_clipping.h"
 #include "harness/engine/rank_collectives.h"
+#include "harness/engine/zero_layout.h"
 
 namespace trainrepro {
 
@@ -61,10 +61,9 @@ std::vector<double> ReferenceEngine::owned_weight_decays() const {
   std::vector<double> decays;
   if (plan_.zero_stage >= 1) {
     // One flat tensor per non-empty group, in group order (make_zero_strategy).
-    for (int64_t group = 0; group <= 1; ++group) {
-      if (std::count(parameter_groups_.begin(), parameter_groups_.end(), group) > 0) {
-        decays.push_back(decay_of_group(group));
-      }
+    for (const std::vector<size_t>& positions :
+         positions_by_group(parameter_groups_, parameters_.size())) {
+      decays.push_back(decay_of_group(parameter_groups_[positions.front()]));
     }
   } else {
     for (int64_t group : parameter_groups_) decays.push_back(decay_of_group(group));

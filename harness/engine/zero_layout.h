@@ -26,6 +26,12 @@ struct FlatLayout {
 
 FlatLayout flat_layout(const std::vector<at::Tensor>& parameters, int64_t world_size);
 
+// The positions of `count` parameters per optimizer param group (`group_of`: each one's group;
+// empty: one group), non-empty groups only, in group order: how ZeRO 1-3 hand the optimizer one
+// flat tensor per group, and how they pad (1-2).
+std::vector<std::vector<size_t>> positions_by_group(const std::vector<int64_t>& group_of,
+                                                    size_t count);
+
 // One flat, zero-padded copy of `tensors` laid out as `layout` says (gradients or parameters;
 // an undefined tensor contributes zeros).
 at::Tensor flatten_padded(const std::vector<at::Tensor>& tensors, const FlatLayout& layout,

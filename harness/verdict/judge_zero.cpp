@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "harness/engine/zero_layout.h"
 #include "harness/memory/leak_analysis.h"
 
 namespace trainrepro {
@@ -81,15 +82,11 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.parameter_numel = trace.parameter_numel;
   // Padding from the shapes, not from the engine's own count, so the formula is independent.
   // Stages 1-2 pad each optimizer param group's flat buffer apart.
-  std::vector<std::vector<int64_t>> numels_of_group(1);
-  for (size_t i = 0; i < trace.initial_parameters.size(); ++i) {
-    const auto group =
-        static_cast<size_t>(trace.parameter_groups.empty() ? 0 : trace.parameter_groups[i]);
-    if (numels_of_group.size() <= group) numels_of_group.resize(group + 1);
-    numels_of_group[group].push_back(trace.initial_parameters[i].numel());
-  }
   judgement.partitioned_numel = 0;
-  for (const std::vector<int64_t>& numels : numels_of_group) {
+  for (const std::vector<size_t>& positions :
+       positions_by_group(trace.parameter_groups, trace.initial_parameters.size())) {
+    std::vector<int64_t> numels;
+    for (size_t i : positions) numels.push_back(trace.initial_parameters[i].numel());
     judgement.partitioned_numel +=
         padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size, numels);
   }
