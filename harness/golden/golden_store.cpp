@@ -207,62 +207,82 @@ std::string write_golden(const std::string& directory, const Golden& golden) {
   return path;
 }
 
-std::string check_golden(const std::string& directory, const Scenario& scenario) {
-  const nlohmann::json key = golden_key(scenario);
-  const std::string name = golden_file_name(key);
+namespace {
+
+// What check_golden finds, kept for load_golden so that the key, the manifest and the checksum
+// (a pass over a golden of many megabytes) are each worked out once per load.
+struct GoldenInspection {
+  std::string problem;  // "" when the golden is usable
+  nlohmann::json key;
+  std::string file;     // the manifested file: the golden or its finished .next
+  std::string regenerate;
+};
+
+GoldenInspection inspect_golden(const std::string& directory, const Scenario& scenario) {
+  GoldenInspection found;
+  found.key = golden_key(scenario);
+  const std::string name = golden_file_name(found.key);
   const std::string path = (fs::path(directory) / name).string();
-  const std::string regenerate = "; regenerate it with: " + regenerate_command(scenario);
+  found.regenerate = "; regenerate it with: " + regenerate_command(scenario);
+  const std::string& regenerate = found.regenerate;
+  auto fail = [&](std::string problem) {
+    found.problem = std::move(problem);
+    return found;
+  };
   nlohmann::json manifest;
   try {
     manifest = read_manifest(directory);
   } catch (const GoldenError& error) {
-    return error.what();
+    return fail(error.what());
   }
   const auto& goldens = manifest["goldens"];
   if (!goldens.contains(name)) {
-    return path +
-           ": no golden for this scenario's key (new scenario, or its model, data, "
-           "optimizer, golden batch or steps changed)" +
-           regenerate;
+    return fail(path +
+                ": no golden for this scenario's key (new scenario, or its model, data, "
+                "optimizer, golden batch or steps changed)" +
+                regenerate);
   }
   // One bad entry is this golden's problem alone, never the whole run's.
   const nlohmann::json& entry = goldens[name];
   const std::string entry_pointer =
       manifest_path(directory) + ":/goldens/" + escape_pointer_token(name);
   if (!entry.is_object() || !entry.contains("sha256") || !entry["sha256"].is_string()) {
-    return entry_pointer + ": expected an object with a \"sha256\" string, found " +
-           describe_json_value(entry.is_object() && entry.contains("sha256") ? entry["sha256"]
-                                                                             : entry) +
-           " (the manifest was edited by hand?)" + regenerate;
+    return fail(entry_pointer + ": expected an object with a \"sha256\" string, found " +
+                describe_json_value(entry.is_object() && entry.contains("sha256")
+                                        ? entry["sha256"]
+                                        : entry) +
+                " (the manifest was edited by hand?)" + regenerate);
   }
-  if (entry.value("key", nlohmann::json()) != key) {
-    return manifest_path(directory) + ": the entry for " + name +
-           " has a different key (stale manifest)" + regenerate;
+  if (entry.value("key", nlohmann::json()) != found.key) {
+    return fail(manifest_path(directory) + ": the entry for " + name +
+                " has a different key (stale manifest)" + regenerate);
   }
   const std::string expected = entry["sha256"].get<std::string>();
-  const std::string file = manifested_file(path, expected);
-  if (!fs::exists(file)) return path + ": listed in the manifest but missing" + regenerate;
-  if (!fs::is_regular_file(file)) {
-    return path + ": listed in the manifest but not a regular file" + regenerate;
+  found.file = manifested_file(path, expected);
+  if (!fs::exists(found.file)) return fail(path + ": listed in the manifest but missing" + regenerate);
+  if (!fs::is_regular_file(found.file)) {
+    return fail(path + ": listed in the manifest but not a regular file" + regenerate);
   }
-  const std::string actual = sha256_of_file(file);
+  const std::string actual = sha256_of_file(found.file);
   if (actual != expected) {
-    return path + ": checksum mismatch (the file is corrupt or was changed by hand): SHA-256 " +
-           actual + ", manifest says " + expected + regenerate;
+    return fail(path + ": checksum mismatch (the file is corrupt or was changed by hand): SHA-256 " +
+                actual + ", manifest says " + expected + regenerate);
   }
-  return "";
+  return found;
+}
+
+}  // namespace
+
+std::string check_golden(const std::string& directory, const Scenario& scenario) {
+  return inspect_golden(directory, scenario).problem;
 }
 
 Golden load_golden(const std::string& directory, const Scenario& scenario) {
-  if (const std::string problem = check_golden(directory, scenario); !problem.empty()) {
-    throw GoldenError(problem);
-  }
-  const nlohmann::json key = golden_key(scenario);
-  const std::string name = golden_file_name(key);
-  const std::string regenerate = "; regenerate it with: " + regenerate_command(scenario);
-  const std::string path = manifested_file(
-      (fs::path(directory) / name).string(),
-      read_manifest(directory)["goldens"][name]["sha256"].get<std::string>());
+  const GoldenInspection found = inspect_golden(directory, scenario);
+  if (!found.problem.empty()) throw GoldenError(found.problem);
+  const nlohmann::json& key = found.key;
+  const std::string& regenerate = found.regenerate;
+  const std::string& path = found.file;
   SafetensorsFile file;
   try {
     file = read_safetensors(path);
