@@ -45,7 +45,9 @@ nlohmann::json read_manifest(const std::string& directory) {
   text << in.rdbuf();
   nlohmann::json manifest = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (manifest.is_discarded() || !manifest.is_object() ||
-      manifest.value("format", "") != kManifestFormat || !manifest.contains("goldens") ||
+      // value("format", "") would throw when "format" is not a string (found by golden_fuzz).
+      manifest.value("format", nlohmann::json()) != kManifestFormat ||
+      !manifest.contains("goldens") ||
       !manifest["goldens"].is_object()) {
     throw GoldenError(path +
                       ": not a trainrepro golden manifest (corrupt?); regenerate every "

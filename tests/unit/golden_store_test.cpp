@@ -113,6 +113,18 @@ TEST_F(GoldenStore, BadManifestEntryOrFolderIsThisGoldensErrorAlone) {
       << error_loading(scenario_);
 }
 
+// golden_fuzz found it: a manifest whose "format" is a number threw nlohmann's type_error (exit 3
+// for the whole run) instead of saying the manifest is not ours.
+TEST_F(GoldenStore, ManifestWithANumberForItsFormatIsAGoldenError) {
+  write_golden(golden_dir_, compute_golden(scenario_));
+  const std::string manifest = golden_dir_ + "/manifest.json";
+  std::ofstream(manifest) << "{\n  \"format\":       6\n}\n";
+  EXPECT_EQ(error_loading(scenario_).rfind(manifest + ": not a trainrepro golden manifest", 0), 0u)
+      << error_loading(scenario_);
+  EXPECT_EQ(check_golden(golden_dir_, scenario_).rfind(manifest + ": not a trainrepro golden", 0),
+            0u);
+}
+
 // Concurrent `golden --update` runs on one folder once lost manifest entries (3 of 5 rounds
 // left 16 goldens but 14-15 entries). Four writers at once, four goldens each: every one listed.
 TEST_F(GoldenStore, ConcurrentUpdatesKeepEveryManifestEntry) {
