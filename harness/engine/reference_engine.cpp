@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <stdexcept>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -31,6 +33,23 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
     for (bool without_decay : model_->parameters_without_decay()) {
       parameter_groups_.push_back(without_decay ? 1 : 0);
     }
+    group_weight_decays_ = {plan.optimizer.weight_decay, 0.0};
+  } else if (!plan.optimizer.parameter_groups.empty()) {
+    // The script's own groups, resolved by name when the scenario was read.
+    std::map<std::string, int64_t> group_of_name;
+    for (size_t g = 0; g < plan.optimizer.parameter_groups.size(); ++g) {
+      for (const std::string& name : plan.optimizer.parameter_groups[g].names) {
+        group_of_name[name] = static_cast<int64_t>(g);
+      }
+      group_weight_decays_.push_back(plan.optimizer.parameter_groups[g].weight_decay);
+    }
+    for (const std::string& name : parameter_names_) {
+      const auto found = group_of_name.find(name);
+      if (found == group_of_name.end()) {
+        throw std::logic_error("parameter \"" + name + "\" is in no parameter group");
+      }
+      parameter_groups_.push_back(found->second);
+    }
   }
   strategy_ = make_zero_strategy(plan.zero_stage, *model_, parameters_, communicator_,
                                  parameter_groups_);
@@ -56,7 +75,7 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
 
 std::vector<double> ReferenceEngine::owned_weight_decays() const {
   const auto decay_of_group = [&](int64_t group) {
-    return group == 0 ? plan_.optimizer.weight_decay : 0.0;
+    return group_weight_decays_.at(static_cast<size_t>(group));
   };
   std::vector<double> decays;
   if (plan_.zero_stage >= 1) {

@@ -142,8 +142,10 @@ class ReferenceEngine {
   std::vector<std::string> parameter_names_;
   std::vector<at::Tensor> parameters_;
   std::vector<at::Tensor> frozen_parameters_;  // requires_grad false: never reduced or updated
-  // Per trainable parameter, its optimizer param group (empty: one group): 0 decayed, 1 not.
+  // Per trainable parameter, its optimizer param group (empty: one group): the Trainer's
+  // (0 decayed, 1 not) or the script's own, in the scenario's order.
   std::vector<int64_t> parameter_groups_;
+  std::vector<double> group_weight_decays_;  // per group index of parameter_groups_
   std::unique_ptr<ZeroStrategy> strategy_;  // after model_: it may hold a gate on the model
   EngineCounters counters_;
   ModelStateBytes held_at_boundary_;

@@ -32,7 +32,7 @@ nlohmann::json mixed_precision_to_json(const Plan& plan) {
 nlohmann::json plan_to_json(const Plan& plan) {
   const ResolvedBatch& batch = plan.batch;
   const OptimizerConfig& optimizer = plan.optimizer;
-  return {
+  nlohmann::json json = {
       {"train_batch_size", batch.train_batch_size},
       {"train_micro_batch_size_per_gpu", batch.micro_batch_per_gpu},
       {"gradient_accumulation_steps", batch.gradient_accumulation_steps},
@@ -65,6 +65,12 @@ nlohmann::json plan_to_json(const Plan& plan) {
       {"golden",
        {{"train_batch_size", plan.golden.train_batch_size}, {"steps", plan.golden.steps}}},
   };
+  // The script's own param groups, only when it has some (added after format version 1).
+  for (const ParameterGroup& group : optimizer.parameter_groups) {
+    json["optimizer"]["parameter_groups"].push_back(
+        {{"names", group.names}, {"weight_decay", group.weight_decay}});
+  }
+  return json;
 }
 
 nlohmann::json comparison_to_json(const TensorComparison& c) {

@@ -191,6 +191,11 @@ Plan plan_from(const ResultsObject& json) {
   optimizer.dampening = optimizer_json.number("dampening");
   optimizer.nesterov = optimizer_json.flag("nesterov");
   optimizer.type_as_written = optimizer_json.text("type_as_written");
+  if (optimizer_json.has("parameter_groups")) {
+    for (const ResultsObject& group : optimizer_json.objects("parameter_groups")) {
+      optimizer.parameter_groups.push_back({group.texts("names"), group.number("weight_decay")});
+    }
+  }
 
   const ResultsObject golden = json.object("golden");
   plan.golden.train_batch_size = golden.integer("train_batch_size");

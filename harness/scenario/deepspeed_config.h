@@ -20,6 +20,14 @@ namespace trainrepro {
 
 enum class OptimizerKind { sgd, adam, adamw, lamb };
 
+// One param group the training script hands deepspeed.initialize (model_parameters=[{"params":
+// ..., "weight_decay": ...}, ...], or its client optimizer's groups): the trainable parameters
+// it holds, by name, and the weight decay that overrides the optimizer's for them.
+struct ParameterGroup {
+  std::vector<std::string> names;
+  double weight_decay = 0.0;
+};
+
 // DeepSpeed's defaults: its fused Adam has weight_decay 0 and, for type "Adam", decoupled
 // weight decay unless "adam_w_mode": false (so "Adam" with weight decay behaves as AdamW).
 // With "torch_adam": true DeepSpeed builds torch.optim.AdamW (or Adam when adam_w_mode is
@@ -37,6 +45,9 @@ struct OptimizerConfig {
   // get_decay_parameter_names): weight_decay for the weights, 0 for biases and LayerNorm
   // parameters. ZeRO 1-2 then flatten and partition each group on its own.
   bool decay_skips_bias_and_norm = false;
+  // The script's own param groups ("parameter_groups" of a scenario), resolved to the trainable
+  // parameters' names; empty: one group of every trainable parameter.
+  std::vector<ParameterGroup> parameter_groups;
   double momentum = 0.0;               // SGD only
   double dampening = 0.0;              // SGD only
   bool nesterov = false;               // SGD only

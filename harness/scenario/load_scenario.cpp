@@ -6,6 +6,7 @@
 
 #include "harness/scenario/client_optimizer.h"
 #include "harness/scenario/hf_trainer.h"
+#include "harness/scenario/parameter_groups.h"
 #include "harness/scenario/json_document.h"
 #include "harness/json/printable.h"
 #include "harness/json/scenario_error.h"
@@ -290,6 +291,26 @@ void read_client_optimizer_section(ObjectReader& root, DeepSpeedConfig& config,
   config.optimizer_refused.reset();
 }
 
+// "parameter_groups": the groups the script passes to deepspeed.initialize, which the optimizer
+// that wins (the config's or the client's) is built over.
+void read_parameter_groups_section(ObjectReader& root, Scenario& scenario, bool trainer_builds) {
+  root.note_known("parameter_groups");
+  if (!root.has("parameter_groups")) return;
+  if (root.has("hf_trainer")) {
+    root.fail("parameter_groups",
+              trainer_builds
+                  ? "the Hugging Face Trainer builds its own two groups (no decay for biases "
+                    "and LayerNorm) when the config has no optimizer: remove parameter_groups"
+                  : "the Hugging Face Trainer hands deepspeed.initialize the model's parameters "
+                    "itself, without groups: remove parameter_groups");
+  }
+  std::optional<OptimizerConfig>& optimizer = scenario.deepspeed.optimizer;
+  if (!optimizer) return;  // refused or missing: reported on its own
+  optimizer->parameter_groups =
+      read_parameter_groups(root, scenario.model.options, scenario.model.frozen,
+                            optimizer->weight_decay, scenario.deepspeed.warnings);
+}
+
 // OneCycle cycles the optimizer's "betas"; torch.optim.SGD has none, so DeepSpeed warns and
 // leaves the momentum alone (lr_schedules.py _initialize_momentum). Known only once the
 // optimizer, the config's or the client's, is.
@@ -388,6 +409,7 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
     root.fail_at("/deepspeed/scheduler/type", scenario.deepspeed.scheduler_not_implemented);
   }
   stop_cycling_momentum_without_betas(root, scenario.deepspeed);
+  read_parameter_groups_section(root, scenario, trainer_optimizer.has_value());
   if (scenario.loop.lr_scheduler_step != LrSchedulerStepping::engine &&
       !scenario.deepspeed.scheduler) {
     loop.fail("lr_scheduler_step",

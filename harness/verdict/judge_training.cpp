@@ -408,7 +408,11 @@ void diagnose_partitioned_lamb(const Plan& plan, Diagnosis& diagnosis) {
   diagnosis.explanation =
       "the gradients match the golden but the Lamb update does not: at ZeRO stage " +
       std::to_string(plan.zero_stage) + " DeepSpeed " + plan.deepspeed_version +
-      " gives FusedLamb each rank's flat partition of the whole model as one tensor" +
+      " gives FusedLamb each rank's flat partition of " +
+      (plan.optimizer.parameter_groups.size() > 1 || plan.optimizer.decay_skips_bias_and_norm
+           ? std::string("each param group")
+           : std::string("the whole model")) +
+      " as one tensor" +
       (plan.zero_stage == 3 ? std::string(" (at stage 3: the rank's shards of every parameter "
                                           "side by side, one tensor per sub group)")
                             : std::string()) +

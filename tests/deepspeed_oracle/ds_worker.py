@@ -48,6 +48,7 @@ def optimizer_description(optimizer):
         if key in group:
             value = group[key]
             description[key] = list(value) if isinstance(value, tuple) else value
+    description["group_weight_decays"] = [g.get("weight_decay") for g in inner.param_groups]
     if hasattr(inner, "adam_w_mode"):  # DeepSpeed's FusedAdam / DeepSpeedCPUAdam
         description["decoupled_weight_decay"] = bool(inner.adam_w_mode)
     elif isinstance(inner, torch.optim.AdamW):
@@ -77,10 +78,13 @@ def run(job, rank, world_size, record):
         names = [n for n, _ in module.named_parameters()]
 
     module.checkpointing = job["loop"].get("activation_checkpointing", "none")
+    model_parameters = module.parameters()
+    if job.get("parameter_groups"):
+        model_parameters = zoo.parameter_groups(module, job["parameter_groups"])
     started = time.time()
     try:
         engine, optimizer, _, lr_scheduler = deepspeed.initialize(model=module,
-                                                       model_parameters=module.parameters(),
+                                                       model_parameters=model_parameters,
                                                        config=copy.deepcopy(job["deepspeed"]))
     except Exception as exception:  # what DeepSpeed says about the config
         record["initialize_error"] = error_of(exception)

@@ -79,7 +79,7 @@ def scenarios_in_scope():
     installed release, a refused config at any ZeRO stage, training at stage 0."""
     files = []
     for folder in ("accumulation", "zero", "deepspeed-versions", "schedulers", "checkpointing",
-                   "frozen"):
+                   "frozen", "parameter-groups"):
         for path in sorted((ROOT / "scenarios" / folder).glob("*.json")):
             scenario = json.loads(path.read_text())
             if scenario.get("deepspeed_version", DEEPSPEED_VERSION) != DEEPSPEED_VERSION:
@@ -227,6 +227,14 @@ def plan_differences(engine, plan, scheduled=False, cycles_betas=False):
                            f"{engine['gradient_clipping']}")
     ours, theirs = plan["optimizer"], engine["optimizer"]
     keys = ["weight_decay"] if scheduled else ["lr", "weight_decay"]
+    if ours.get("parameter_groups"):
+        # The script's groups: each group's weight decay, in order, instead of the config's.
+        keys.remove("weight_decay")
+        wanted = [float(group["weight_decay"]) for group in ours["parameter_groups"]]
+        found = [float(x) for x in theirs.get("group_weight_decays", [])]
+        if wanted != found:
+            differences.append(f"optimizer param groups' weight_decay: trainrepro {wanted}, "
+                               f"DeepSpeed {found} ({theirs['class']})")
     keys += ["momentum"] if ours["type"].lower() == "sgd" else ["eps", "decoupled_weight_decay"]
     if ours["type"].lower() != "sgd" and not cycles_betas:
         keys.append("betas")
@@ -550,7 +558,8 @@ def check_scenario(path, trainrepro, workdir, timeout):
     world_size = scenario.get("world_size", 1)
     loop = dict(scenario.get("loop", {}))
     job = {"deepspeed": scenario["deepspeed"], "model": scenario["model"], "data": scenario["data"],
-           "loop": loop, "steps": scenario["golden"]["steps"]}
+           "loop": loop, "steps": scenario["golden"]["steps"],
+           "parameter_groups": scenario.get("parameter_groups")}
     outcome = scenario["expect"]["outcome"]
     source = model = tensors = names = None
     if outcome != "config_error":

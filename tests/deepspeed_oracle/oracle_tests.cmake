@@ -16,7 +16,8 @@ file(GLOB oracle_scenarios CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/acc
      ${PROJECT_SOURCE_DIR}/scenarios/deepspeed-versions/*.json
      ${PROJECT_SOURCE_DIR}/scenarios/schedulers/*.json
      ${PROJECT_SOURCE_DIR}/scenarios/checkpointing/*.json
-     ${PROJECT_SOURCE_DIR}/scenarios/frozen/*.json)
+     ${PROJECT_SOURCE_DIR}/scenarios/frozen/*.json
+     ${PROJECT_SOURCE_DIR}/scenarios/parameter-groups/*.json)
 foreach(scenario_file IN LISTS oracle_scenarios)
   file(READ ${scenario_file} content)
   string(JSON version ERROR_VARIABLE no_version GET "${content}" deepspeed_version)

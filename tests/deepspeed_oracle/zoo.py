@@ -177,6 +177,32 @@ def is_within(name, entry):
     return name == entry or name.startswith(entry + ".")
 
 
+def parameter_groups(module, groups):
+    """A scenario's "parameter_groups" as a script builds them for deepspeed.initialize: torch
+    param group dicts of the trainable parameters, selected by "params" (names or module paths),
+    "names_containing" (substrings) or neither (every parameter no other group holds). A group's
+    "weight_decay" is passed only where the scenario writes one: the optimizer's default applies
+    otherwise, as it does for the script."""
+    named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+
+    def selects(group, name):
+        return (any(is_within(name, entry) for entry in group.get("params", [])) or
+                any(part in name for part in group.get("names_containing", [])))
+
+    explicit = [g for g in groups if "params" in g or "names_containing" in g]
+    result = []
+    for group in groups:
+        if group in explicit:
+            chosen = [p for n, p in named if selects(group, n)]
+        else:
+            chosen = [p for n, p in named if not any(selects(g, n) for g in explicit)]
+        entry = {"params": chosen}
+        if "weight_decay" in group:
+            entry["weight_decay"] = group["weight_decay"]
+        result.append(entry)
+    return result
+
+
 def initialise_as_trainrepro(module, seed):
     """models/build_model.cpp's initialisation: float64, modules in pre-order, one CPU generator
     seeded with the model seed (ATen's and torch's CPU generators are the same)."""

@@ -94,7 +94,7 @@ class FusedLambAsWritten(torch.optim.Optimizer):
                 m.mul_(b1).add_(g, alpha=1 - b1)
                 v.mul_(b2).addcmul_(g, g, value=1 - b2)
                 denom = (v + c["eps"]).sqrt() if c["eps_inside_sqrt"] else v.sqrt() + c["eps"]
-                update = m / denom + c["weight_decay"] * p
+                update = m / denom + group.get("weight_decay", c["weight_decay"]) * p
                 w, u = float(p.norm()), float(update.norm())
                 ratio = min(max(w / u, c["min_coeff"]), c["max_coeff"]) if w != 0 and u != 0 else 1.0
                 p.add_(update, alpha=-size * ratio)
@@ -108,7 +108,12 @@ def without_decay(name):
 
 def make_optimizer(config, params, names):
     lr, decay = config["lr"], config["weight_decay"]
-    if config.get("decay_skips_bias_and_norm"):
+    if config.get("parameter_groups"):
+        # The script's own groups, by name, each with its weight decay.
+        by_name = dict(zip(names, params))
+        params = [{"params": [by_name[n] for n in group["names"]],
+                   "weight_decay": group["weight_decay"]} for group in config["parameter_groups"]]
+    elif config.get("decay_skips_bias_and_norm"):
         # The Hugging Face Trainer's two groups: decayed weights first, the rest at 0.
         params = [{"params": [p for p, n in zip(params, names) if not without_decay(n)]},
                   {"params": [p for p, n in zip(params, names) if without_decay(n)],

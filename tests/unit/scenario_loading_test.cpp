@@ -2,6 +2,8 @@
 // that starts with file:pointer and says what was expected and what was found.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness/scenario/load_scenario.h"
 #include "harness/json/scenario_error.h"
 #include "tests/unit/scenario_file_fixture.h"
@@ -102,6 +104,68 @@ TEST_F(ScenarioLoading, UnknownModelOptionIsRejected) {
   EXPECT_NE(error_of(scenario).find(path_ + ":/model/options/dim: unknown key \"dim\" (did you "
                                             "mean \"dims\"?)"),
             std::string::npos);
+}
+
+// "parameter_groups" resolve to the trainable parameters' names, each with its weight decay; what
+// torch.optim refuses and what would silently train wrong are located errors.
+TEST_F(ScenarioLoading, ParameterGroupsResolveByNameAndRefuseWhatWouldTrainWrong) {
+  nlohmann::json scenario = valid_scenario();  // mlp [16, 64, 4]
+  scenario["deepspeed"]["optimizer"]["params"]["weight_decay"] = 0.1;
+  scenario["model"]["frozen"] = {"layers.0.bias"};
+  scenario["parameter_groups"] = nlohmann::json::parse(
+      R"([{}, {"names_containing": ["bias"], "weight_decay": 0.0}])");
+  const Scenario loaded = load_scenario(write("s.json", scenario.dump()));
+  const std::vector<ParameterGroup>& groups = loaded.deepspeed.optimizer->parameter_groups;
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].names, (std::vector<std::string>{"layers.0.weight", "layers.1.weight"}));
+  EXPECT_EQ(groups[0].weight_decay, 0.1);  // the optimizer's, where the group sets none
+  EXPECT_EQ(groups[1].names, (std::vector<std::string>{"layers.1.bias"}));  // frozen dropped
+  EXPECT_EQ(groups[1].weight_decay, 0.0);
+
+  const auto error_with = [&](const char* groups_text) {
+    nlohmann::json changed = scenario;
+    changed["parameter_groups"] = nlohmann::json::parse(groups_text);
+    return error_of(changed);
+  };
+  EXPECT_EQ(error_with(R"([{"params": ["layers.1"]}, {"names_containing": ["bias"]}, {}])"),
+            path_ + ":/parameter_groups/1: parameter \"layers.1.bias\" is in group 0 and in this "
+                    "one (torch.optim refuses it: \"some parameters appear in more than one "
+                    "parameter group\")");
+  EXPECT_EQ(error_with(R"([{"names_containing": ["bias"]}])"),
+            path_ + ":/parameter_groups: trainable parameter \"layers.0.weight\" is in no group, "
+                    "so the optimizer would never update it: add a group without \"params\" for "
+                    "every parameter the others leave out (or freeze it in model.frozen)");
+  EXPECT_EQ(error_with(R"([{"params": ["layers.0.bias"]}, {}])"),
+            path_ + ":/parameter_groups/0: this group holds no trainable parameter (it selects "
+                    "none, or only frozen ones): remove it");
+  EXPECT_EQ(error_with(R"([{"params": ["layer.1"]}, {}])").rfind(
+                path_ + ":/parameter_groups/0/params/0: expected the name of a parameter or of a "
+                        "module holding some",
+                0),
+            0u);
+  EXPECT_EQ(error_with(R"([{"lr": 0.1}])").rfind(
+                path_ + ":/parameter_groups/0/lr: a learning rate per param group is not "
+                        "modelled",
+                0),
+            0u);
+  EXPECT_EQ(error_with(R"([{}, {"weight_decya": 0}])"),
+            path_ + ":/parameter_groups/1/weight_decya: unknown key \"weight_decya\" (did you "
+                    "mean \"weight_decay\"?); known keys here: \"names_containing\", "
+                    "\"params\", \"weight_decay\"");
+  EXPECT_EQ(error_with(R"([{}, {}])").rfind(path_ + ":/parameter_groups/1: a second group without",
+                                              0),
+            0u);
+  EXPECT_EQ(error_with("[]").rfind(path_ + ":/parameter_groups: expected a non-empty array", 0),
+            0u);
+  // Legal Python that selects nothing is a warning, with the model's names.
+  scenario["parameter_groups"] =
+      nlohmann::json::parse(R"([{}, {"names_containing": ["bias", "LayerNorm.weight"]}])");
+  const Scenario warned = load_scenario(write("s.json", scenario.dump()));
+  const std::vector<std::string>& warnings = warned.deepspeed.warnings;
+  EXPECT_TRUE(std::any_of(warnings.begin(), warnings.end(), [](const std::string& w) {
+    return w.find("/parameter_groups/1/names_containing/1: \"LayerNorm.weight\" is in no "
+                  "parameter's name") != std::string::npos;
+  })) << nlohmann::json(warnings).dump();
 }
 
 // A typo in "frozen" would silently train everything; freezing everything trains nothing.

@@ -1,0 +1,161 @@
+#include "harness/scenario/parameter_groups.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "harness/json/printable.h"
+#include "models/parameter_names.h"
+
+namespace trainrepro {
+namespace {
+
+// A model with more parameter tensors than this cannot be trained here anyway; its names are
+// not listed one by one to resolve groups.
+constexpr int64_t kMostParameterNames = 1000000;
+
+// One group as written: how it selects, and its weight decay.
+struct GroupAsWritten {
+  std::vector<std::string> params;            // names or module paths
+  std::vector<std::string> names_containing;  // substrings
+  bool rest = false;                          // neither: every parameter no other group holds
+  double weight_decay = 0.0;
+};
+
+bool selects(const GroupAsWritten& group, const std::string& name) {
+  const auto within = [&](const std::string& entry) { return name_is_within(name, entry); };
+  const auto contains = [&](const std::string& part) {
+    return name.find(part) != std::string::npos;
+  };
+  return std::any_of(group.params.begin(), group.params.end(), within) ||
+         std::any_of(group.names_containing.begin(), group.names_containing.end(), contains);
+}
+
+GroupAsWritten read_group(ObjectReader& group, const ParameterNaming& naming,
+                          double optimizer_weight_decay, std::vector<std::string>& warnings) {
+  GroupAsWritten read;
+  if (group.has("lr")) {
+    group.fail("lr", "a learning rate per param group is not modelled by the reference engine "
+                     "(DeepSpeed's LR schedulers also write one lr into every group): remove it");
+  }
+  read.params = group.optional_string_list("params");
+  read.names_containing = group.optional_string_list("names_containing");
+  if (group.has("params") && group.has("names_containing")) {
+    group.fail("names_containing", "a group selects by \"params\" or by \"names_containing\", "
+                                   "not both: split it into two groups");
+  }
+  if ((group.has("params") && read.params.empty()) ||
+      (group.has("names_containing") && read.names_containing.empty())) {
+    group.fail(group.has("params") ? "params" : "names_containing",
+               "expected at least one entry (leave the key out for the group of every "
+               "parameter no other group holds)");
+  }
+  read.rest = !group.has("params") && !group.has("names_containing");
+  const std::string names = describe_parameter_names(naming);
+  for (size_t i = 0; i < read.params.size(); ++i) {
+    if (!selects_a_parameter(naming, read.params[i])) {
+      group.fail_at("/params/" + std::to_string(i),
+                    "expected the name of a parameter or of a module holding some (as "
+                    "named_parameters() writes them), found \"" + printable(read.params[i]) +
+                        "\"; this model's parameters: " + names);
+    }
+  }
+  const std::vector<std::string> all = all_parameter_names(naming);
+  for (size_t i = 0; i < read.names_containing.size(); ++i) {
+    const std::string& part = read.names_containing[i];
+    const bool matches = std::any_of(all.begin(), all.end(), [&](const std::string& name) {
+      return name.find(part) != std::string::npos;
+    });
+    if (!matches) {
+      // Legal Python that selects nothing: the classic "LayerNorm.weight" of a model whose
+      // LayerNorms are named otherwise, which leaves them decayed.
+      warnings.push_back(group.file() + ":" + group.pointer_to("names_containing") + "/" +
+                         std::to_string(i) +
+                         ": \"" + printable(part) + "\" is in no parameter's name, so it selects "
+                         "nothing; this model's parameters: " + names);
+    }
+  }
+  read.weight_decay = group.optional_number("weight_decay", optimizer_weight_decay, 0.0);
+  group.reject_unknown_keys();
+  return read;
+}
+
+}  // namespace
+
+std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const ModelOptions& model,
+                                                  const std::vector<std::string>& frozen,
+                                                  double optimizer_weight_decay,
+                                                  std::vector<std::string>& warnings) {
+  root.note_known("parameter_groups");
+  const nlohmann::json& value = root.required_value("parameter_groups");
+  if (!value.is_array() || value.empty()) {
+    root.fail("parameter_groups",
+              "expected a non-empty array of groups ({\"params\": [names], \"weight_decay\": "
+              "0.0}, {\"names_containing\": [\"bias\"]}, or {} for the rest), found " +
+                  describe_json_value(value));
+  }
+  const ParameterNaming naming = parameter_naming(model);
+  const int64_t count = static_cast<int64_t>(naming.before.size() + naming.after.size()) +
+                        naming.repeats * static_cast<int64_t>(naming.inside.size());
+  if (count > kMostParameterNames) {
+    root.fail("parameter_groups", "this model has " + std::to_string(count) +
+                                      " parameter tensors, more than parameter groups are "
+                                      "resolved for (" + std::to_string(kMostParameterNames) + ")");
+  }
+
+  std::vector<GroupAsWritten> groups;
+  std::optional<size_t> rest_group;
+  for (size_t g = 0; g < value.size(); ++g) {
+    const std::string pointer = root.pointer_to("parameter_groups") + "/" + std::to_string(g);
+    ObjectReader group(value[g], root.file(), pointer);
+    groups.push_back(read_group(group, naming, optimizer_weight_decay, warnings));
+    if (groups.back().rest) {
+      if (rest_group) {
+        group.fail("", "a second group without \"params\" or \"names_containing\": group " +
+                           std::to_string(*rest_group) + " already holds every parameter no "
+                           "other group holds");
+      }
+      rest_group = g;
+    }
+  }
+
+  // DeepSpeed keeps the trainable parameters of each group (requires_grad False is dropped).
+  std::vector<ParameterGroup> resolved(groups.size());
+  for (size_t g = 0; g < groups.size(); ++g) resolved[g].weight_decay = groups[g].weight_decay;
+  const auto group_pointer = [&](size_t g) { return "/parameter_groups/" + std::to_string(g); };
+  for (const std::string& name : all_parameter_names(naming)) {
+    const bool is_frozen = std::any_of(frozen.begin(), frozen.end(), [&](const std::string& e) {
+      return name_is_within(name, e);
+    });
+    if (is_frozen) continue;
+    std::optional<size_t> holder;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      if (groups[g].rest || !selects(groups[g], name)) continue;
+      if (holder) {
+        root.fail_at(group_pointer(g),
+                     "parameter \"" + name + "\" is in group " + std::to_string(*holder) +
+                         " and in this one (torch.optim refuses it: \"some parameters appear "
+                         "in more than one parameter group\")");
+      }
+      holder = g;
+    }
+    if (!holder && !rest_group) {
+      root.fail("parameter_groups",
+                "trainable parameter \"" + name + "\" is in no group, so the optimizer would "
+                "never update it: add a group without \"params\" for every parameter the others "
+                "leave out (or freeze it in model.frozen)");
+    }
+    resolved[holder ? *holder : *rest_group].names.push_back(name);
+  }
+  for (size_t g = 0; g < resolved.size(); ++g) {
+    if (resolved[g].names.empty()) {
+      root.fail_at(group_pointer(g),
+                   groups[g].rest ? "this group holds no parameter: the other groups hold every "
+                                    "trainable one; remove it"
+                                  : "this group holds no trainable parameter (it selects none, "
+                                    "or only frozen ones): remove it");
+    }
+  }
+  return resolved;
+}
+
+}  // namespace trainrepro
