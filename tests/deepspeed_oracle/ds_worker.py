@@ -114,13 +114,42 @@ def run(job, rank, world_size, record):
     record["micro_step_losses"] = []
     pending = {"gradients": None}
     backwards = [0]
+    # ZeRO stages 1-3 keep each rank's reduced gradients and its fp32 weights in partitions, and
+    # step the wrapped optimizer once per param group: the oracle assembles the full tensors
+    # with DeepSpeed's own accessors (collectives, so every rank calls them at the same point of
+    # the loop) around engine.step() instead of hooking the wrapped optimizer.
+    zero_stage = engine.zero_optimization_stage()
+    from deepspeed.utils import safe_get_full_fp32_param, safe_get_full_grad
+    # bf16: the module's weights are bfloat16 and the inputs arrive so; the loss is computed in
+    # float32 from the bf16 outputs (as trainrepro's engine does). The parameters compared are
+    # the model's bf16 weights after the step (what trainrepro records), read after
+    # engine.step() has copied the float32 masters back.
+    bf16 = engine.bfloat16_enabled()
+
+    def low_precision(inputs):
+        return inputs.to(torch.bfloat16) if bf16 and inputs.is_floating_point() else inputs
+
+    def model_weights():
+        if not bf16:
+            return [(p if zero_stage == 0 else safe_get_full_fp32_param(p)).detach().clone()
+                    for p in parameters]
+        if zero_stage == 3:
+            with deepspeed.zero.GatheredParameters(parameters):
+                return [p.detach().clone() for p in parameters]
+        return [p.detach().clone() for p in parameters]
+
+    def full_gradient(p):
+        if zero_stage == 0:
+            return p.grad
+        return safe_get_full_grad(p)
 
     def snapshot_gradients():
-        pending["gradients"] = [p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
-                                for p in parameters]
+        pending["gradients"] = [g.detach().clone().float() if g is not None else
+                                torch.zeros_like(p) for p, g in
+                                ((p, full_gradient(p)) for p in parameters)]
         pending["micro_step"] = backwards[0]
 
-    def after_optimizer_step(_optimizer, _args, _kwargs):
+    def record_step():
         if pending["gradients"] is None:
             raise RuntimeError("the optimizer stepped where the oracle did not expect it")
         gradients = pending["gradients"]
@@ -130,11 +159,15 @@ def run(job, rank, world_size, record):
             "through_engine": pending["through_engine"],
             "gradient_norm": norm,
             "gradients": gradients,
-            "parameters": [p.detach().clone() for p in parameters],
+            "parameters": model_weights(),
         })
         pending["gradients"] = None
 
-    inner_optimizer(optimizer).register_step_post_hook(after_optimizer_step)
+    # The wrapped optimizer's step hook fires before a mixed-precision wrapper copies its masters
+    # back: bf16 runs record after engine.step(), as ZeRO runs do.
+    after_engine_step = zero_stage >= 1 or bf16
+    if not after_engine_step:
+        inner_optimizer(optimizer).register_step_post_hook(lambda *_: record_step())
 
     evaluation = loop.get("evaluation")
     evaluations_done = [0]
@@ -146,7 +179,8 @@ def run(job, rank, world_size, record):
             for b in range(spec["batches"]):
                 first = EVALUATION_FIRST_SAMPLE + (evaluations_done[0] * spec["batches"] + b) * micro_batch
                 batch = source.samples(first, first + micro_batch)
-                loss = module.loss_sum(engine(batch.inputs), batch) / batch.items
+                outputs = engine(low_precision(batch.inputs)).float()
+                loss = module.loss_sum(outputs, batch) / batch.items
                 if spec["backward"]:
                     loss.backward()
         evaluations_done[0] += 1
@@ -177,8 +211,9 @@ def run(job, rank, world_size, record):
         if zero_grad == "every_micro_step":
             engine.zero_grad()
         # forward "module": the loss comes from engine.module(x), around the engine's hooks.
-        outputs = engine.module(batch.inputs) if forward == "module" else engine(batch.inputs)
-        loss_sum = module.loss_sum(outputs, batch)
+        inputs = low_precision(batch.inputs)
+        outputs = engine.module(inputs) if forward == "module" else engine(inputs)
+        loss_sum = module.loss_sum(outputs.float(), batch)
         if normalisation == "whole_batch":
             loss = loss_sum * (gas / window_items)
         else:
@@ -219,6 +254,8 @@ def run(job, rank, world_size, record):
             optimizer.zero_grad()
         else:
             raise ValueError(f"unknown stepping habit {stepping!r}")
+        if after_engine_step and pending["gradients"] is not None:
+            record_step()
         pending["gradients"] = None
         # The loop's own lr_scheduler.step() on the scheduler deepspeed.initialize returned.
         if loop.get("lr_scheduler_step", "engine") == "every_micro_step":
