@@ -85,14 +85,16 @@ class GroupedStrategy final : public ZeroStrategy {
 std::unique_ptr<ZeroStrategy> make_grouped_flat_strategy(std::vector<at::Tensor> parameters,
                                                          const std::vector<int64_t>& group_of,
                                                          Communicator* communicator,
-                                                         bool partition_gradients) {
+                                                         bool partition_gradients,
+                                                         bool accumulate_in_fp32) {
   std::vector<std::vector<size_t>> members = positions_by_group(group_of, parameters.size());
   std::vector<std::unique_ptr<ZeroStrategy>> groups;
   for (const std::vector<size_t>& positions : members) {
     std::vector<at::Tensor> held;
     for (size_t i : positions) held.push_back(parameters[i]);
     groups.push_back(
-        make_partitioned_flat_strategy(std::move(held), communicator, partition_gradients));
+        make_partitioned_flat_strategy(std::move(held), communicator, partition_gradients,
+                                       accumulate_in_fp32));
   }
   return std::make_unique<GroupedStrategy>(std::move(groups), std::move(members),
                                            parameters.size());

@@ -5,7 +5,8 @@
 //   stage 1: gradients accumulate in a flat buffer too (each .grad is a view); at the boundary
 //            it is reduce-scattered and the rank's range of it holds the averaged shard.
 //   stage 2: after every micro-step the fresh gradients are reduce-scattered and added to a
-//            shard-sized accumulator, and the full gradients are released.
+//            shard-sized accumulator (float32 with accumulate_in_fp32, in the model's dtype
+//            otherwise), and the full gradients are released.
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
@@ -28,7 +29,7 @@ std::vector<at::Tensor> split_like(const at::Tensor& flat, const FlatLayout& lay
 class PartitionedFlatStrategy final : public ZeroStrategy {
  public:
   PartitionedFlatStrategy(std::vector<at::Tensor> parameters, Communicator* communicator,
-                          bool partition_gradients)
+                          bool partition_gradients, bool accumulate_in_fp32)
       : parameters_(std::move(parameters)),
         communicator_(communicator),
         partition_gradients_(partition_gradients),
@@ -40,7 +41,8 @@ class PartitionedFlatStrategy final : public ZeroStrategy {
     for (size_t i = 0; i < parameters_.size(); ++i) parameters_[i].set_data(views[i]);
     parameter_shard_ = own_range(flat_parameters_);
     if (partition_gradients_) {
-      gradient_shard_ = at::zeros({layout_.shard_numel}, options);
+      gradient_shard_ = at::zeros({layout_.shard_numel},
+                                  accumulate_in_fp32 ? options.dtype(at::kFloat) : options);
     } else {
       flat_gradients_ = at::zeros({layout_.padded_numel}, options);
       gradient_shard_ = own_range(flat_gradients_);
@@ -60,7 +62,9 @@ class PartitionedFlatStrategy final : public ZeroStrategy {
     std::vector<at::Tensor> gradients;
     for (const at::Tensor& parameter : parameters_) gradients.push_back(parameter.grad());
     const at::Tensor flat = flatten_padded(gradients, layout_, flat_parameters_.options());
-    gradient_shard_.add_(reduce_scatter_average(communicator_, flat));
+    // The reduction runs in the model's dtype; its result is added in the shard's.
+    gradient_shard_.add_(
+        reduce_scatter_average(communicator_, flat).to(gradient_shard_.scalar_type()));
     release_parameter_gradients();
   }
 
@@ -136,9 +140,10 @@ class PartitionedFlatStrategy final : public ZeroStrategy {
 
 std::unique_ptr<ZeroStrategy> make_partitioned_flat_strategy(std::vector<at::Tensor> parameters,
                                                              Communicator* communicator,
-                                                             bool partition_gradients) {
+                                                             bool partition_gradients,
+                                                             bool accumulate_in_fp32) {
   return std::make_unique<PartitionedFlatStrategy>(std::move(parameters), communicator,
-                                                   partition_gradients);
+                                                   partition_gradients, accumulate_in_fp32);
 }
 
 }  // namespace trainrepro

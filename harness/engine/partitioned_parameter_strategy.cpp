@@ -31,9 +31,11 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   // `parameters` are the trainable ones; `frozen` are partitioned and gathered the same way
   // (DeepSpeed's stage 3 partitions every parameter) but have no gradient or optimizer state.
   // `group_of`: each trainable parameter's optimizer param group (empty: one group).
+  // `accumulate_in_fp32`: the gradient shards are float32 (stage3.py's grad_accum_dtype).
   PartitionedParameterStrategy(ZooModel& model, std::vector<at::Tensor> parameters,
                                const std::vector<at::Tensor>& frozen,
-                               const std::vector<int64_t>& group_of, Communicator* communicator)
+                               const std::vector<int64_t>& group_of, Communicator* communicator,
+                               bool accumulate_in_fp32)
       : model_(model),
         parameters_(std::move(parameters)),
         trainable_count_(parameters_.size()),
@@ -55,7 +57,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
       shard_numels.push_back(shard);
       if (i < trainable_count_) padded_numel_ += padded;
     }
-    lay_out_trainable_shards_flat(shard_numels, group_of);
+    lay_out_trainable_shards_flat(shard_numels, group_of, accumulate_in_fp32);
     empty_ = at::empty({0}, parameters_.front().options().requires_grad(false));
     release(all_indices());
     model_.set_parameter_gate(this);
@@ -85,7 +87,8 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     std::vector<at::Tensor> columns;
     for (size_t i = 0; i < trainable_count_; ++i) {
       const int64_t shard = gradient_shards_[i].numel();
-      at::Tensor padded = at::zeros({shard * ranks}, gradient_shards_[i].options());
+      // Reduced in the model's dtype (the parameter's); added in the shard's.
+      at::Tensor padded = at::zeros({shard * ranks}, parameter_shards_[i].options());
       const at::Tensor gradient = parameters_[i].grad();
       if (gradient.defined()) padded.narrow(0, 0, gradient.numel()).copy_(gradient.reshape({-1}));
       columns.push_back(padded.view({ranks, shard}));
@@ -95,7 +98,8 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     int64_t offset = 0;
     for (size_t i = 0; i < trainable_count_; ++i) {
       const int64_t shard = gradient_shards_[i].numel();
-      gradient_shards_[i].add_(reduced.narrow(0, offset, shard));
+      gradient_shards_[i].add_(
+          reduced.narrow(0, offset, shard).to(gradient_shards_[i].scalar_type()));
       offset += shard;
       if (parameters_[i].grad().defined()) parameters_[i].mutable_grad().reset();
     }
@@ -141,14 +145,16 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   // such a buffer per group, so the optimizer updates them in place, and Lamb's trust ratio is
   // taken over the whole buffer as FusedLamb takes it there.
   void lay_out_trainable_shards_flat(const std::vector<int64_t>& shard_numels,
-                                     const std::vector<int64_t>& group_of) {
+                                     const std::vector<int64_t>& group_of,
+                                     bool accumulate_in_fp32) {
     gradient_shards_.resize(trainable_count_);
     for (const std::vector<size_t>& positions : positions_by_group(group_of, trainable_count_)) {
       int64_t numel = 0;
       for (size_t i : positions) numel += shard_numels[i];
       const at::TensorOptions options = parameter_shards_[positions.front()].options();
       at::Tensor flat_parameters = at::empty({numel}, options);
-      at::Tensor flat_gradients = at::zeros({numel}, options);
+      at::Tensor flat_gradients =
+          at::zeros({numel}, accumulate_in_fp32 ? options.dtype(at::kFloat) : options);
       int64_t offset = 0;
       for (size_t i : positions) {
         at::Tensor view = flat_parameters.narrow(0, offset, shard_numels[i]);
@@ -245,9 +251,10 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
 
 std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
     ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator,
-    const std::vector<int64_t>& group_of) {
-  return std::make_unique<PartitionedParameterStrategy>(
-      model, std::move(parameters), model.frozen_parameters(), group_of, communicator);
+    const std::vector<int64_t>& group_of, bool accumulate_in_fp32) {
+  return std::make_unique<PartitionedParameterStrategy>(model, std::move(parameters),
+                                                        model.frozen_parameters(), group_of,
+                                                        communicator, accumulate_in_fp32);
 }
 
 }  // namespace trainrepro

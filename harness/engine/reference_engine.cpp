@@ -52,7 +52,7 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
     }
   }
   strategy_ = make_zero_strategy(plan.zero_stage, *model_, parameters_, communicator_,
-                                 parameter_groups_);
+                                 parameter_groups_, strategy_accumulates_in_fp32());
   if (!parameter_groups_.empty()) optimizer_.set_weight_decays(owned_weight_decays());
   if (mixed_precision_) {
     // DeepSpeed's masters are the low-precision weights copied to float32 (fused_optimizer.py,
@@ -101,7 +101,9 @@ void ReferenceEngine::backward(const at::Tensor& loss) {
   // DeepSpeed reduces gradients inside backward(): at the boundary micro-step (stages 0-1) or
   // after every micro-step (stages 2-3).
   const bool boundary = is_gradient_accumulation_boundary();
-  if (plan_.mixed.accumulate_in_fp32 && mixed_precision_) accumulate_in_fp32(boundary);
+  if (plan_.mixed.accumulate_in_fp32 && mixed_precision_ && !strategy_accumulates_in_fp32()) {
+    accumulate_in_fp32(boundary);
+  }
   timed_partition_work([&] { strategy_->after_backward(boundary); });
   if (boundary) {
     held_at_boundary_ = strategy_->held_bytes();

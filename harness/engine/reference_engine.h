@@ -122,6 +122,12 @@ class ReferenceEngine {
   // BF16_Optimizer's float32 accumulation: each micro-step's gradient is added to a float32
   // buffer; at the boundary the sum goes back into .grad for the reduction.
   void accumulate_in_fp32(bool boundary);
+  // Stages 2-3 reduce after every micro-step and add the result into float32 gradient shards
+  // (stage_1_and_2.py's compact partition buffer, stage3.py): the strategy accumulates.
+  bool strategy_accumulates_in_fp32() const {
+    return plan_.mixed.accumulate_in_fp32 && plan_.precision != Precision::fp32 &&
+           plan_.zero_stage >= 2;
+  }
   double gradient_norm();
   // The weight decay of each tensor the optimizer updates (owned_parameters() positions).
   std::vector<double> owned_weight_decays() const;

@@ -66,22 +66,29 @@ class ZeroStrategy {
 // `group_of`: each parameter's optimizer param group (empty: one group). Stages 1-3 hand the
 // optimizer one flat tensor per non-empty group, in group order (stages 1-2 flatten and pad each
 // group apart; stage 3 puts the rank's shards of the group's parameters side by side).
+// `accumulate_in_fp32`: stages 2-3 add each micro-step's reduced low-precision gradients into a
+// float32 shard (data_types.grad_accum_dtype fp32, as stage_1_and_2.py's compact partition
+// buffer and stage3.py do); stages 0-1 leave float32 accumulation to the engine
+// (BF16_Optimizer's buffers).
 std::unique_ptr<ZeroStrategy> make_zero_strategy(int64_t zero_stage, ZooModel& model,
                                                  std::vector<at::Tensor> parameters,
                                                  Communicator* communicator,
-                                                 const std::vector<int64_t>& group_of = {});
+                                                 const std::vector<int64_t>& group_of = {},
+                                                 bool accumulate_in_fp32 = false);
 
 std::unique_ptr<ZeroStrategy> make_data_parallel_strategy(std::vector<at::Tensor> parameters,
                                                           Communicator* communicator);
 std::unique_ptr<ZeroStrategy> make_partitioned_flat_strategy(std::vector<at::Tensor> parameters,
                                                              Communicator* communicator,
-                                                             bool partition_gradients);
+                                                             bool partition_gradients,
+                                                             bool accumulate_in_fp32 = false);
 std::unique_ptr<ZeroStrategy> make_grouped_flat_strategy(std::vector<at::Tensor> parameters,
                                                          const std::vector<int64_t>& group_of,
                                                          Communicator* communicator,
-                                                         bool partition_gradients);
+                                                         bool partition_gradients,
+                                                         bool accumulate_in_fp32 = false);
 std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
     ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator,
-    const std::vector<int64_t>& group_of = {});
+    const std::vector<int64_t>& group_of = {}, bool accumulate_in_fp32 = false);
 
 }  // namespace trainrepro

@@ -167,11 +167,6 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
              "one flat partition per sub group, so its trust ratio would span each sub group";
     }
   }
-  if (plan.mixed.accumulate_in_fp32 && plan.precision != Precision::fp32 && plan.zero_stage >= 2) {
-    return scenario.file + ":/deepspeed/data_types/grad_accum_dtype: float32 accumulation of " +
-           precision_name(plan.precision) + " gradients is implemented at ZeRO stages 0-1 "
-           "(BF16_Optimizer) only; this scenario uses stage " + std::to_string(plan.zero_stage);
-  }
   return std::nullopt;
 }
 

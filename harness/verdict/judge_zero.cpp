@@ -95,9 +95,12 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   if (plan.precision != Precision::fp32) {
     // Mixed precision (the paper's 2 + 2 + K with K = 12 for Adam): fp16/bf16 parameters and
     // gradients, float32 master weights beside the float32 optimizer states, and float32
-    // accumulation buffers where the gradients accumulate in float32 (BF16_Optimizer).
-    judgement.bytes_per_parameter = {2, plan.mixed.accumulate_in_fp32 ? 2 + 4 : 2,
-                                     4 + 4 * optimizer_buffers(plan.optimizer)};
+    // accumulation buffers where the gradients accumulate in float32: beside the bf16
+    // gradients at stages 0-1 (BF16_Optimizer), instead of them at stages 2-3 (the reduced
+    // gradients go straight into a float32 shard).
+    const int64_t gradient_bytes =
+        !plan.mixed.accumulate_in_fp32 ? 2 : (plan.zero_stage >= 2 ? 4 : 2 + 4);
+    judgement.bytes_per_parameter = {2, gradient_bytes, 4 + 4 * optimizer_buffers(plan.optimizer)};
   }
 
   const OptimizerStepRecord& last = trace.steps.back();

@@ -178,6 +178,21 @@ write("bf16-zero1-fp32-accumulation-gas512",
       deepspeed=batch(512, 1, bf16={"enabled": True}, zero_optimization={"stage": 1},
                       data_types={"grad_accum_dtype": "fp32"}),
       golden={"train_batch_size": 512, "steps": 2})
+write("bf16-zero2-fp32-accumulation-gas512",
+      "The same fix at ZeRO stage 2: each micro-step's gradients are reduced in bf16 and added "
+      "into a float32 gradient partition (stage_1_and_2.py's compact partition buffer), so the "
+      "512 shares are summed in float32.",
+      PASS, model=REGRESSION, data=REGRESSION_DATA,
+      deepspeed=batch(512, 1, bf16={"enabled": True}, zero_optimization={"stage": 2},
+                      data_types={"grad_accum_dtype": "fp32"}),
+      golden={"train_batch_size": 512, "steps": 2})
+write("bf16-zero3-2ranks-fp32-accumulation-gas64",
+      "ZeRO stage 3 on 2 ranks with grad_accum_dtype fp32, GAS 64: the reduced bf16 shards are "
+      "added into float32 gradient partitions (stage3.py), 4 bytes per parameter instead of 2.",
+      PASS, model=REGRESSION, data=REGRESSION_DATA, world=2,
+      deepspeed=batch(128, 1, bf16={"enabled": True}, zero_optimization={"stage": 3},
+                      data_types={"grad_accum_dtype": "fp32"}),
+      golden={"train_batch_size": 128, "steps": 2})
 
 write("bf16-fp32-accumulation-without-zero-0.19",
       "bf16 with fp32 gradient accumulation at ZeRO stage 0: DeepSpeed 0.19.8 refuses the mix.",

@@ -125,6 +125,17 @@ def free_port():
         return s.getsockname()[1]
 
 
+def remove_shared_memory_buffers(port):
+    """DeepSpeed's CPU accelerator all-reduces through /dev/shm files named after the master
+    address and port (deepspeed_allreduce_buffer_<n>_127.0.0.1_<port>_<k>, 67 MB each) and never
+    removes them: a full oracle run left 20 GB there, which is RAM, until the machine stalled."""
+    for path in pathlib.Path("/dev/shm").glob(f"deepspeed_allreduce_buffer_*_127.0.0.1_{port}_*"):
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
 def run_deepspeed(job, world_size, workdir, timeout):
     """Runs ds_worker.py on `world_size` ranks; returns each rank's record (or raises)."""
     job = dict(job, out=str(workdir / "ds"))
@@ -155,6 +166,7 @@ def run_deepspeed(job, world_size, workdir, timeout):
                 process.wait()
     for log in logs:
         log.close()
+    remove_shared_memory_buffers(port)
     records = []
     for rank in range(world_size):
         path = workdir / f"ds.rank{rank}.pt"
