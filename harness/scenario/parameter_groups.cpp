@@ -30,8 +30,10 @@ bool selects(const GroupAsWritten& group, const std::string& name) {
          std::any_of(group.names_containing.begin(), group.names_containing.end(), contains);
 }
 
+// `all`: every parameter name of the model, listed once by the caller for every group.
 GroupAsWritten read_group(ObjectReader& group, const ParameterNaming& naming,
-                          double optimizer_weight_decay, std::vector<std::string>& warnings) {
+                          const std::vector<std::string>& all, double optimizer_weight_decay,
+                          std::vector<std::string>& warnings) {
   GroupAsWritten read;
   if (group.has("lr")) {
     group.fail("lr", "a learning rate per param group is not modelled by the reference engine "
@@ -59,7 +61,6 @@ GroupAsWritten read_group(ObjectReader& group, const ParameterNaming& naming,
                         "\"; this model's parameters: " + names);
     }
   }
-  const std::vector<std::string> all = all_parameter_names(naming);
   for (size_t i = 0; i < read.names_containing.size(); ++i) {
     const std::string& part = read.names_containing[i];
     const bool matches = std::any_of(all.begin(), all.end(), [&](const std::string& name) {
@@ -102,12 +103,13 @@ std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const Mode
                                       "resolved for (" + std::to_string(kMostParameterNames) + ")");
   }
 
+  const std::vector<std::string> all = all_parameter_names(naming);
   std::vector<GroupAsWritten> groups;
   std::optional<size_t> rest_group;
   for (size_t g = 0; g < value.size(); ++g) {
     const std::string pointer = root.pointer_to("parameter_groups") + "/" + std::to_string(g);
     ObjectReader group(value[g], root.file(), pointer);
-    groups.push_back(read_group(group, naming, optimizer_weight_decay, warnings));
+    groups.push_back(read_group(group, naming, all, optimizer_weight_decay, warnings));
     if (groups.back().rest) {
       if (rest_group) {
         group.fail("", "a second group without \"params\" or \"names_containing\": group " +
@@ -122,7 +124,7 @@ std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const Mode
   std::vector<ParameterGroup> resolved(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) resolved[g].weight_decay = groups[g].weight_decay;
   const auto group_pointer = [&](size_t g) { return "/parameter_groups/" + std::to_string(g); };
-  for (const std::string& name : all_parameter_names(naming)) {
+  for (const std::string& name : all) {
     const bool is_frozen = std::any_of(frozen.begin(), frozen.end(), [&](const std::string& e) {
       return name_is_within(name, e);
     });
