@@ -82,15 +82,19 @@ void end_by_signal(int signal) {
 }
 
 RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arguments,
-                        int timeout_seconds) {
+                        int timeout_seconds, const std::string& work_folder) {
   install_stop_handlers();
-  std::string output_path =
-      (std::filesystem::temp_directory_path() / "trainrepro-ranks-XXXXXX").string();
-  const int output_fd = ::mkstemp(output_path.data());
-  if (output_fd < 0) throw std::runtime_error(std::string("mkstemp: ") + std::strerror(errno));
+  const std::string output_path = work_folder + "/mpirun-output.txt";
+  const int output_fd =
+      ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (output_fd < 0) {
+    throw std::runtime_error("cannot create " + output_path + ": " + std::strerror(errno));
+  }
 
   // As root Open MPI refuses to start without --allow-run-as-root; on a 2-core machine 4 ranks
-  // need --oversubscribe; shared memory (vader) is all a single machine needs.
+  // need --oversubscribe; shared memory (vader) is all a single machine needs. Its segment
+  // files go to the work folder (by default /dev/shm, where a killed rank's segments stayed),
+  // and so does Open MPI's session folder (by default in $TMPDIR, left behind by a kill too).
   std::vector<std::string> arguments = {"mpirun",
                                         "-np",
                                         std::to_string(world_size),
@@ -99,6 +103,12 @@ RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arg
                                         "--mca",
                                         "btl",
                                         "self,vader",
+                                        "--mca",
+                                        "btl_vader_backing_directory",
+                                        work_folder,
+                                        "--mca",
+                                        "orte_tmpdir_base",
+                                        work_folder,
                                         this_executable()};
   arguments.insert(arguments.end(), rank_arguments.begin(), rank_arguments.end());
   std::vector<char*> argv;
@@ -130,7 +140,6 @@ RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arg
   posix_spawnattr_destroy(&attributes);
   ::close(output_fd);
   if (spawned != 0) {
-    ::unlink(output_path.c_str());
     throw std::runtime_error(std::string("cannot start mpirun: ") + std::strerror(spawned));
   }
 
@@ -171,7 +180,6 @@ RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arg
   std::stringstream text;
   text << output.rdbuf();
   launch.output = tail_of(text.str(), 4000);
-  ::unlink(output_path.c_str());
   return launch;
 }
 

@@ -16,9 +16,11 @@ struct RankLaunch {
   std::string output;  // what mpirun and the ranks printed (the tail, for messages)
 };
 
-// Runs `mpirun -np world_size … <this executable> <rank_arguments…>`.
+// Runs `mpirun -np world_size … <this executable> <rank_arguments…>`. `work_folder` is the
+// caller's private folder (create_rank_work_folder), which it removes afterwards: mpirun's output
+// and Open MPI's shared-memory segments are written there.
 RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arguments,
-                        int timeout_seconds);
+                        int timeout_seconds, const std::string& work_folder);
 
 // Ends this process as `signal` would have without a handler (exit status 128 + signal).
 [[noreturn]] void end_by_signal(int signal);

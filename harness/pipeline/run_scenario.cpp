@@ -18,6 +18,7 @@
 #include "harness/distributed/communicator.h"
 #include "harness/distributed/mpi_session.h"
 #include "harness/distributed/rank_launcher.h"
+#include "harness/distributed/rank_work_folder.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/golden/golden_key.h"
 #include "harness/golden/golden_store.h"
@@ -195,21 +196,27 @@ std::vector<MemorySnapshot> take_rank_zero_snapshots(const std::string& result_p
 // writes the results file, and this process reports what it says.
 void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& options,
                   ScenarioResult& result) {
-  // A private folder (mkdtemp: mode 0700, a fresh name) for what rank 0 hands back, removed after.
-  std::string folder = (std::filesystem::temp_directory_path() / "trainrepro-ranks-XXXXXX").string();
-  if (::mkdtemp(folder.data()) == nullptr) {
-    result.verdict = error_verdict(ErrorSource::infrastructure,
-                                   scenario.file + ": cannot create a temporary folder in " +
-                                       std::filesystem::temp_directory_path().string() + ": " +
-                                       std::strerror(errno));
+  // A private folder (mode 0700, a fresh name) for everything the ranks make, removed after.
+  std::string folder;
+  try {
+    folder = create_rank_work_folder();
+  } catch (const std::runtime_error& error) {
+    result.verdict = error_verdict(ErrorSource::infrastructure, scenario.file + ": " + error.what());
     return;
   }
   const std::string result_path = folder + "/result.json";
-  const RankLaunch launch =
-      launch_ranks(static_cast<int>(plan.batch.world_size),
-                   {"rank-run", scenario.file, "--result-file", result_path, "--golden-dir",
-                    options.golden_dir, "--device", device_name(plan.device)},
-                   options.rank_timeout_seconds);
+  RankLaunch launch;
+  try {
+    launch = launch_ranks(static_cast<int>(plan.batch.world_size),
+                          {"rank-run", scenario.file, "--result-file", result_path,
+                           "--golden-dir", options.golden_dir, "--device",
+                           device_name(plan.device)},
+                          options.rank_timeout_seconds, folder);
+  } catch (const std::runtime_error&) {
+    std::error_code ignored;
+    std::filesystem::remove_all(folder, ignored);
+    throw;
+  }
   std::ifstream in(result_path);
   std::stringstream text;
   text << in.rdbuf();

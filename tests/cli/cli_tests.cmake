@@ -157,11 +157,11 @@ add_cli_test(config-resolve-names-known-releases 2
   config resolve ${data}/ds_configs/removed_elasticity.json --deepspeed-version 0.18.0)
 
 # --- stopping: SIGTERM / SIGINT to the parent while ranks run leaves nothing behind ----------
-add_test(NAME cli/stop-signal-kills-the-ranks-and-cleans-up
+add_test(NAME cli/stopped-or-killed-ranks-leave-nothing-behind
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/stop_signal_test.py
                  $<TARGET_FILE:trainrepro> scenarios/zero/stage0-2ranks-gas4-sgd.json
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
-set_tests_properties(cli/stop-signal-kills-the-ranks-and-cleans-up PROPERTIES
+set_tests_properties(cli/stopped-or-killed-ranks-leave-nothing-behind PROPERTIES
                      LABELS "cli;distributed" TIMEOUT 240 PROCESSORS 2)
 
 # --- discovery: one bad entry is that entry's error; the good scenario beside it still runs ---
