@@ -50,7 +50,7 @@ void Optimizer::sgd_update(at::Tensor& parameter, const at::Tensor& gradient, si
     }
     direction = config_.nesterov ? direction.add(buffer, config_.momentum) : buffer;
   }
-  parameter.add_(direction, -config_.lr);
+  parameter.add_(direction, -lr_of(index));
 }
 
 // Adam's and Lamb's running moments: exp_avg and exp_avg_sq, zero before the first step.
@@ -82,10 +82,11 @@ void Optimizer::adam_update(at::Tensor& parameter, const at::Tensor& gradient, s
   const double bias_correction2 = 1.0 - std::pow(config_.beta2, t);
   const at::Tensor denominator =
       exp_avg_sq.sqrt().div_(std::sqrt(bias_correction2)).add_(config_.eps);
+  const double lr = lr_of(index);
   if (config_.decoupled_weight_decay && weight_decay != 0.0) {
-    parameter.mul_(1.0 - config_.lr * weight_decay);
+    parameter.mul_(1.0 - lr * weight_decay);
   }
-  parameter.addcdiv_(exp_avg, denominator, -config_.lr / bias_correction1);
+  parameter.addcdiv_(exp_avg, denominator, -lr / bias_correction1);
 }
 
 // FusedLamb's kernel (csrc/lamb/fused_lamb_cuda_kernel.cu), per tensor: the same moments as
@@ -107,7 +108,7 @@ void Optimizer::lamb_update(at::Tensor& parameter, const at::Tensor& gradient, s
   if (weight_norm != 0.0 && update_norm != 0.0) {
     trust_ratio = std::clamp(weight_norm / update_norm, config_.min_coeff, config_.max_coeff);
   }
-  double step_size = config_.lr;
+  double step_size = lr_of(index);
   if (config_.bias_correction) {
     const double t = static_cast<double>(steps_taken_);
     step_size *= std::sqrt(1.0 - std::pow(config_.beta2, t)) / (1.0 - std::pow(config_.beta1, t));

@@ -26,8 +26,17 @@ class Optimizer {
 
   int64_t steps_taken() const { return steps_taken_; }
   // The learning rate of the next steps (a scheduler writes it before each, as DeepSpeed's
-  // schedulers write the param groups' "lr").
-  void set_lr(double lr) { config_.lr = lr; }
+  // schedulers write the param groups' "lr"): one for every position, or one per position of
+  // the tensors step() is given (param groups with their own lr). lr() reports the first
+  // group's, as DeepSpeed's get_lr()[0].
+  void set_lr(double lr) {
+    config_.lr = lr;
+    lrs_.clear();
+  }
+  void set_lrs(std::vector<double> per_position, double first_group) {
+    config_.lr = first_group;
+    lrs_ = std::move(per_position);
+  }
   double lr() const { return config_.lr; }
   // Adam's betas from the next step on (OneCycle cycles beta1 as its momentum).
   void set_betas(double beta1, double beta2) {
@@ -49,9 +58,11 @@ class Optimizer {
   double weight_decay_of(size_t index) const {
     return weight_decays_.empty() ? config_.weight_decay : weight_decays_.at(index);
   }
+  double lr_of(size_t index) const { return lrs_.empty() ? config_.lr : lrs_.at(index); }
 
   OptimizerConfig config_;
   std::vector<double> weight_decays_;
+  std::vector<double> lrs_;
   int64_t steps_taken_ = 0;
   std::vector<at::Tensor> first_moment_;   // SGD: momentum buffer; Adam: exp_avg
   std::vector<at::Tensor> second_moment_;  // Adam: exp_avg_sq

@@ -42,6 +42,7 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
         group_of_name[name] = static_cast<int64_t>(g);
       }
       group_weight_decays_.push_back(plan.optimizer.parameter_groups[g].weight_decay);
+      group_lrs_.push_back(plan.optimizer.parameter_groups[g].lr);
     }
     for (const std::string& name : parameter_names_) {
       const auto found = group_of_name.find(name);
@@ -53,7 +54,10 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
   }
   strategy_ = make_zero_strategy(plan.zero_stage, *model_, parameters_, communicator_,
                                  parameter_groups_, strategy_accumulates_in_fp32());
-  if (!parameter_groups_.empty()) optimizer_.set_weight_decays(owned_weight_decays());
+  if (!parameter_groups_.empty()) {
+    optimizer_.set_weight_decays(owned_group_values(group_weight_decays_));
+  }
+  if (!group_lrs_.empty()) optimizer_.set_lrs(owned_group_values(group_lrs_), group_lrs_.front());
   if (mixed_precision_) {
     // DeepSpeed's masters are the low-precision weights copied to float32 (fused_optimizer.py,
     // bf16_optimizer.py, stage_1_and_2.py): the model was cast first, so they start rounded.
@@ -73,21 +77,21 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
   }
 }
 
-std::vector<double> ReferenceEngine::owned_weight_decays() const {
-  const auto decay_of_group = [&](int64_t group) {
-    return group_weight_decays_.at(static_cast<size_t>(group));
+std::vector<double> ReferenceEngine::owned_group_values(const std::vector<double>& per_group) const {
+  const auto value_of_group = [&](int64_t group) {
+    return per_group.at(static_cast<size_t>(group));
   };
-  std::vector<double> decays;
+  std::vector<double> values;
   if (plan_.zero_stage >= 1) {
     // One flat tensor per non-empty group, in group order (make_zero_strategy).
     for (const std::vector<size_t>& positions :
          positions_by_group(parameter_groups_, parameters_.size())) {
-      decays.push_back(decay_of_group(parameter_groups_[positions.front()]));
+      values.push_back(value_of_group(parameter_groups_[positions.front()]));
     }
   } else {
-    for (int64_t group : parameter_groups_) decays.push_back(decay_of_group(group));
+    for (int64_t group : parameter_groups_) values.push_back(value_of_group(group));
   }
-  return decays;
+  return values;
 }
 
 void ReferenceEngine::backward(const at::Tensor& loss) {
@@ -310,13 +314,24 @@ void ReferenceEngine::take_full_precision_step(bool through_engine, OptimizerSte
 }
 
 void ReferenceEngine::apply_lr_schedule(OptimizerStepEvent& event) {
-  if (plan_.lr_schedule) {
+  if (!group_lrs_.empty()) {
+    // Each group's rate from its own lr (which the scheduler may ignore: lr_schedule.h).
+    std::vector<double> rates;
+    for (double group_lr : group_lrs_) {
+      rates.push_back(plan_.lr_schedule
+                          ? scheduled_lr(*plan_.lr_schedule, scheduler_iteration_, group_lr)
+                          : group_lr);
+    }
+    optimizer_.set_lrs(owned_group_values(rates), rates.front());
+  } else if (plan_.lr_schedule) {
     optimizer_.set_lr(scheduled_lr(*plan_.lr_schedule, scheduler_iteration_, plan_.optimizer.lr));
+  }
+  if (plan_.lr_schedule) {
     if (auto betas = scheduled_betas(*plan_.lr_schedule, scheduler_iteration_)) {
       optimizer_.set_betas(betas->beta1, betas->beta2);
     }
   }
-  event.lr = optimizer_.lr();
+  event.lr = optimizer_.lr();  // the first param group's, as DeepSpeed's get_lr()[0]
   event.scheduler_iteration = scheduler_iteration_;
 }
 

@@ -129,8 +129,9 @@ class ReferenceEngine {
            plan_.zero_stage >= 2;
   }
   double gradient_norm();
-  // The weight decay of each tensor the optimizer updates (owned_parameters() positions).
-  std::vector<double> owned_weight_decays() const;
+  // A value per param group spread to each tensor the optimizer updates (owned_parameters()
+  // positions): the groups' weight decays, or their learning rates.
+  std::vector<double> owned_group_values(const std::vector<double>& per_group) const;
   // Writes the scheduler's rate (and OneCycle's betas) for its current iteration into the
   // optimizer, as DeepSpeed's schedulers write the param groups; records them in the event.
   void apply_lr_schedule(OptimizerStepEvent& event);
@@ -152,6 +153,7 @@ class ReferenceEngine {
   // (0 decayed, 1 not) or the script's own, in the scenario's order.
   std::vector<int64_t> parameter_groups_;
   std::vector<double> group_weight_decays_;  // per group index of parameter_groups_
+  std::vector<double> group_lrs_;  // the script's groups' own lrs (empty: the optimizer's)
   std::unique_ptr<ZeroStrategy> strategy_;  // after model_: it may hold a gate on the model
   EngineCounters counters_;
   ModelStateBytes held_at_boundary_;

@@ -24,8 +24,9 @@ nlohmann::json golden_key(const Scenario& scenario) {
   // Only when set, so that goldens written before parameter groups existed keep their keys.
   if (optimizer.decay_skips_bias_and_norm) optimizer_json["decay_skips_bias_and_norm"] = true;
   for (const ParameterGroup& group : optimizer.parameter_groups) {
-    optimizer_json["parameter_groups"].push_back(
-        {{"names", group.names}, {"weight_decay", group.weight_decay}});
+    nlohmann::json group_json = {{"names", group.names}, {"weight_decay", group.weight_decay}};
+    if (group.lr != optimizer.lr) group_json["lr"] = group.lr;  // only when its own
+    optimizer_json["parameter_groups"].push_back(group_json);
   }
   if (optimizer.kind == OptimizerKind::lamb) {
     optimizer_json["bias_correction"] = optimizer.bias_correction;

@@ -67,8 +67,9 @@ nlohmann::json plan_to_json(const Plan& plan) {
   };
   // The script's own param groups, only when it has some (added after format version 1).
   for (const ParameterGroup& group : optimizer.parameter_groups) {
-    json["optimizer"]["parameter_groups"].push_back(
-        {{"names", group.names}, {"weight_decay", group.weight_decay}});
+    nlohmann::json group_json = {{"names", group.names}, {"weight_decay", group.weight_decay}};
+    if (group.lr != optimizer.lr) group_json["lr"] = group.lr;  // only when its own
+    json["optimizer"]["parameter_groups"].push_back(group_json);
   }
   return json;
 }

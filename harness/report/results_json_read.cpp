@@ -193,7 +193,9 @@ Plan plan_from(const ResultsObject& json) {
   optimizer.type_as_written = optimizer_json.text("type_as_written");
   if (optimizer_json.has("parameter_groups")) {
     for (const ResultsObject& group : optimizer_json.objects("parameter_groups")) {
-      optimizer.parameter_groups.push_back({group.texts("names"), group.number("weight_decay")});
+      optimizer.parameter_groups.push_back(
+          {group.texts("names"), group.number("weight_decay"),
+           group.has("lr") ? group.number("lr") : optimizer.lr});
     }
   }
 

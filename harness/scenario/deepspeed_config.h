@@ -26,6 +26,10 @@ enum class OptimizerKind { sgd, adam, adamw, lamb };
 struct ParameterGroup {
   std::vector<std::string> names;
   double weight_decay = 0.0;
+  // The group's own "lr" (the optimizer's when it names none). A scheduler from the config may
+  // overwrite it: WarmupLR with warmup_max_lr, WarmupDecayLR and OneCycle write one rate into
+  // every group; WarmupCosineLR scales each group's own (lr_schedule.h).
+  double lr = 0.0;
 };
 
 // DeepSpeed's defaults: its fused Adam has weight_decay 0 and, for type "Adam", decoupled

@@ -307,8 +307,15 @@ void read_parameter_groups_section(ObjectReader& root, Scenario& scenario, bool 
   std::optional<OptimizerConfig>& optimizer = scenario.deepspeed.optimizer;
   if (!optimizer) return;  // refused or missing: reported on its own
   optimizer->parameter_groups =
-      read_parameter_groups(root, scenario.model.options, scenario.model.frozen,
-                            optimizer->weight_decay, scenario.deepspeed.warnings);
+      read_parameter_groups(root, scenario.model.options, scenario.model.frozen, *optimizer,
+                            scenario.deepspeed.warnings);
+  if (scenario.deepspeed.scheduler) {
+    if (auto warning = overwritten_group_lrs(root.file() + ":" + root.pointer_to("parameter_groups"),
+                                             optimizer->parameter_groups, optimizer->lr,
+                                             *scenario.deepspeed.scheduler)) {
+      scenario.deepspeed.warnings.push_back(*warning);
+    }
+  }
 }
 
 // OneCycle cycles the optimizer's "betas"; torch.optim.SGD has none, so DeepSpeed warns and

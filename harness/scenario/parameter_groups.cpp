@@ -19,7 +19,11 @@ struct GroupAsWritten {
   std::vector<std::string> names_containing;  // substrings
   bool rest = false;                          // neither: every parameter no other group holds
   double weight_decay = 0.0;
+  double lr = 0.0;
 };
+
+// A number as JSON writes it (the shortest text that reads back the same: 2e-05).
+std::string number_text(double value) { return nlohmann::json(value).dump(); }
 
 bool selects(const GroupAsWritten& group, const std::string& name) {
   const auto within = [&](const std::string& entry) { return name_is_within(name, entry); };
@@ -32,13 +36,9 @@ bool selects(const GroupAsWritten& group, const std::string& name) {
 
 // `all`: every parameter name of the model, listed once by the caller for every group.
 GroupAsWritten read_group(ObjectReader& group, const ParameterNaming& naming,
-                          const std::vector<std::string>& all, double optimizer_weight_decay,
+                          const std::vector<std::string>& all, const OptimizerConfig& optimizer,
                           std::vector<std::string>& warnings) {
   GroupAsWritten read;
-  if (group.has("lr")) {
-    group.fail("lr", "a learning rate per param group is not modelled by the reference engine "
-                     "(DeepSpeed's LR schedulers also write one lr into every group): remove it");
-  }
   read.params = group.optional_string_list("params");
   read.names_containing = group.optional_string_list("names_containing");
   if (group.has("params") && group.has("names_containing")) {
@@ -75,7 +75,8 @@ GroupAsWritten read_group(ObjectReader& group, const ParameterNaming& naming,
                          "nothing; this model's parameters: " + names);
     }
   }
-  read.weight_decay = group.optional_number("weight_decay", optimizer_weight_decay, 0.0);
+  read.weight_decay = group.optional_number("weight_decay", optimizer.weight_decay, 0.0);
+  read.lr = group.optional_number("lr", optimizer.lr, 0.0);
   group.reject_unknown_keys();
   return read;
 }
@@ -84,7 +85,7 @@ GroupAsWritten read_group(ObjectReader& group, const ParameterNaming& naming,
 
 std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const ModelOptions& model,
                                                   const std::vector<std::string>& frozen,
-                                                  double optimizer_weight_decay,
+                                                  const OptimizerConfig& optimizer,
                                                   std::vector<std::string>& warnings) {
   root.note_known("parameter_groups");
   const nlohmann::json& value = root.required_value("parameter_groups");
@@ -109,7 +110,7 @@ std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const Mode
   for (size_t g = 0; g < value.size(); ++g) {
     const std::string pointer = root.pointer_to("parameter_groups") + "/" + std::to_string(g);
     ObjectReader group(value[g], root.file(), pointer);
-    groups.push_back(read_group(group, naming, all, optimizer_weight_decay, warnings));
+    groups.push_back(read_group(group, naming, all, optimizer, warnings));
     if (groups.back().rest) {
       if (rest_group) {
         group.fail("", "a second group without \"params\" or \"names_containing\": group " +
@@ -122,7 +123,10 @@ std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const Mode
 
   // DeepSpeed keeps the trainable parameters of each group (requires_grad False is dropped).
   std::vector<ParameterGroup> resolved(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) resolved[g].weight_decay = groups[g].weight_decay;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    resolved[g].weight_decay = groups[g].weight_decay;
+    resolved[g].lr = groups[g].lr;
+  }
   const auto group_pointer = [&](size_t g) { return "/parameter_groups/" + std::to_string(g); };
   for (const std::string& name : all) {
     const bool is_frozen = std::any_of(frozen.begin(), frozen.end(), [&](const std::string& e) {
@@ -158,6 +162,38 @@ std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const Mode
     }
   }
   return resolved;
+}
+
+std::optional<std::string> overwritten_group_lrs(const std::string& where,
+                                                 const std::vector<ParameterGroup>& groups,
+                                                 double optimizer_lr, const LrSchedule& schedule) {
+  // lr_schedules.py: WarmupLR and WarmupDecayLR take one warmup_max_lr for every group unless
+  // WarmupLR is left to read each group's lr; OneCycle one cycle_min_lr/cycle_max_lr.
+  std::string rate;
+  if (schedule.kind == LrScheduleKind::one_cycle) {
+    rate = "cycles one rate between cycle_min_lr " + number_text(schedule.one_cycle.cycle_min_lr) +
+           " and cycle_max_lr " + number_text(schedule.one_cycle.cycle_max_lr);
+  } else if (schedule.kind != LrScheduleKind::warmup_cosine_lr && schedule.warmup_max_lr) {
+    rate = "warms up to one rate, warmup_max_lr " + number_text(*schedule.warmup_max_lr) +
+           (schedule.kind == LrScheduleKind::warmup_decay_lr ? ", then decays it," : ",");
+  } else {
+    return std::nullopt;
+  }
+  std::string asked;
+  bool differ = false;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].lr != groups.front().lr) differ = true;
+    if (groups[g].lr != optimizer_lr) {
+      asked += (asked.empty() ? "" : ", ") + std::string("group ") + std::to_string(g) + " " +
+               number_text(groups[g].lr);
+    }
+  }
+  if (!differ && asked.empty()) return std::nullopt;
+  return where + ": the param groups' own learning rates (" + asked +
+         ") are overwritten: DeepSpeed's " + schedule.type_as_written + " " + rate +
+         " in every param group, from its construction on, so every group trains at the same "
+         "rate. WarmupCosineLR (which scales each group's lr) or WarmupLR without warmup_max_lr "
+         "keep them apart";
 }
 
 }  // namespace trainrepro

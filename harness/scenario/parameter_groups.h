@@ -7,15 +7,17 @@
 //   ]
 // A group selects by "params" (names or module paths of named_parameters(), as model.frozen
 // does), by "names_containing" (Python's substring test), or by neither: the rest. Each group's
-// "weight_decay" overrides the optimizer's (its default), as torch.optim and DeepSpeed's fused
-// optimizers read it per group. DeepSpeed 0.19.8 keeps only trainable parameters in the groups
+// "weight_decay" and "lr" override the optimizer's (their defaults), as torch.optim and
+// DeepSpeed's fused optimizers read them per group (LLaVA's mm_projector_lr is such a group). DeepSpeed 0.19.8 keeps only trainable parameters in the groups
 // (frozen ones are dropped), and ZeRO 1-2 flatten each group on its own.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "harness/json/json_fields.h"
 #include "harness/scenario/deepspeed_config.h"
+#include "harness/scenario/lr_schedule.h"
 #include "models/model_zoo.h"
 
 namespace trainrepro {
@@ -25,10 +27,17 @@ namespace trainrepro {
 // parameter in two groups) and for what would silently train wrong: a trainable parameter in no
 // group (never updated), a group that holds none, a "params" entry naming no parameter, a key of
 // a group the reference engine does not model ("lr"). A substring that matches no name is legal
-// Python: it goes to `warnings`, with this model's names.
+// Python: it goes to `warnings`, with this model's names. A group's "weight_decay" and "lr"
+// default to the optimizer's.
 std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const ModelOptions& model,
                                                   const std::vector<std::string>& frozen,
-                                                  double optimizer_weight_decay,
+                                                  const OptimizerConfig& optimizer,
                                                   std::vector<std::string>& warnings);
+
+// The warning for groups whose own "lr" the config's scheduler overwrites (one rate written
+// into every group: WarmupLR with warmup_max_lr, WarmupDecayLR, OneCycle), or none.
+std::optional<std::string> overwritten_group_lrs(const std::string& where,
+                                                 const std::vector<ParameterGroup>& groups,
+                                                 double optimizer_lr, const LrSchedule& schedule);
 
 }  // namespace trainrepro

@@ -105,3 +105,51 @@ write("lamb-two-groups-zero1-2ranks",
       deepspeed=config(16, 4, 1, optimizer={"type": "Lamb", "params": {
           "lr": 0.003, "weight_decay": 0.1}}, zero_allow_untested_optimizer=True),
       golden={"train_batch_size": 16, "steps": 3})
+
+# Groups with their own learning rate (LLaVA's mm_projector_lr, a smaller rate for embeddings),
+# and what DeepSpeed's config schedulers do with it.
+HEAD_SLOWER = [{"params": ["layers.2"], "lr": 0.0003}, {}]
+write("mlp-head-own-lr-zero2-2ranks-gas2",
+      "LLaVA's mm_projector_lr: the last layer in a group of its own at lr 0.0003, the rest at "
+      "the optimizer's 0.003, no scheduler, at ZeRO stage 2 on 2 ranks, GAS 2: each group's "
+      "flat partition steps at its group's rate.",
+      model=MLP, data=MLP_DATA, groups=HEAD_SLOWER, world=2,
+      deepspeed=config(16, 4, 2), golden={"train_batch_size": 16, "steps": 3})
+write("gpt-embeddings-own-lr-warmup-cosine-zero3-3ranks",
+      "Three groups at ZeRO stage 3 on 3 ranks, GAS 2: the embeddings at lr 0.0003, biases and "
+      "LayerNorms without decay, the rest; WarmupCosineLR scales each group's own lr (it keeps "
+      "their ratio, unlike the warm-up schedulers).",
+      model=GPT, data=TOKENS, world=3, dtype="float32",
+      groups=[{"params": ["token_embedding", "position_embedding"], "lr": 0.0003},
+              {"names_containing": ["bias", "ln"], "weight_decay": 0.0}, {}],
+      deepspeed=config(24, 4, 3, scheduler={"type": "WarmupCosineLR", "params": {
+          "total_num_steps": 6, "warmup_num_steps": 2}}),
+      golden={"train_batch_size": 24, "steps": 4})
+write("mlp-group-lrs-warmuplr-without-max-zero1-2ranks",
+      "WarmupLR without warmup_max_lr warms each group up to its own lr (DeepSpeed 0.19.3 and "
+      "later read the groups' lrs): the head at 0.0003, the rest at 0.003, ZeRO stage 1 on 2 "
+      "ranks.",
+      model=MLP, data=MLP_DATA, groups=HEAD_SLOWER, world=2,
+      deepspeed=config(16, 4, 1, scheduler={"type": "WarmupLR", "params": {
+          "warmup_num_steps": 3, "warmup_type": "linear"}}),
+      golden={"train_batch_size": 16, "steps": 4})
+write("mlp-group-lr-overwritten-by-warmupdecaylr",
+      "The head's lr 0.0003 is lost: WarmupDecayLR writes one rate (warm-up to warmup_max_lr "
+      "0.003, then decay) into every param group from its construction on, so the head trains "
+      "at the rest's rate. Legal, trained as DeepSpeed trains it, with a warning that says so.",
+      model=MLP, data=MLP_DATA, groups=HEAD_SLOWER,
+      deepspeed=config(16, 8, 0, scheduler={"type": "WarmupDecayLR", "params": {
+          "total_num_steps": 8, "warmup_max_lr": 0.003, "warmup_num_steps": 2}}),
+      golden={"train_batch_size": 16, "steps": 4})
+write("mlp-client-sgd-group-lr-overwritten-by-onecycle-zero1-3ranks",
+      "A client SGD whose first layer's group asks for lr 0.005 under the config's OneCycle: "
+      "OneCycle cycles one rate in every group, so the group's own lr never applies (warned); "
+      "ZeRO stage 1 on 3 ranks, GAS 2.",
+      model=MLP, data=MLP_DATA, world=3,
+      client={"type": "SGD", "params": {"lr": 0.05, "momentum": 0.9}},
+      groups=[{"params": ["layers.0"], "lr": 0.005}, {}],
+      deepspeed=config(24, 4, 1, optimizer=None, zero_allow_untested_optimizer=True,
+                       scheduler={"type": "OneCycle", "params": {
+                           "cycle_min_lr": 0.01, "cycle_max_lr": 0.05,
+                           "cycle_first_step_size": 2}}),
+      golden={"train_batch_size": 24, "steps": 4})

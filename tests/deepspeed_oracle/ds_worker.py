@@ -49,6 +49,7 @@ def optimizer_description(optimizer):
             value = group[key]
             description[key] = list(value) if isinstance(value, tuple) else value
     description["group_weight_decays"] = [g.get("weight_decay") for g in inner.param_groups]
+    description["group_lrs"] = [float(g["lr"]) for g in inner.param_groups]
     if hasattr(inner, "adam_w_mode"):  # DeepSpeed's FusedAdam / DeepSpeedCPUAdam
         description["decoupled_weight_decay"] = bool(inner.adam_w_mode)
     elif isinstance(inner, torch.optim.AdamW):
@@ -78,13 +79,18 @@ def run(job, rank, world_size, record):
         names = [n for n, _ in module.named_parameters()]
 
     module.checkpointing = job["loop"].get("activation_checkpointing", "none")
-    model_parameters = module.parameters()
+    model_parameters = list(module.parameters())
     if job.get("parameter_groups"):
         model_parameters = zoo.parameter_groups(module, job["parameter_groups"])
+    # The script's own optimizer, built over the same parameters or groups, handed over as
+    # deepspeed.initialize(optimizer=...): DeepSpeed uses it instead of the config's.
+    client = zoo.client_optimizer(job["client_optimizer"], model_parameters) \
+        if job.get("client_optimizer") else None
     started = time.time()
     try:
         engine, optimizer, _, lr_scheduler = deepspeed.initialize(model=module,
                                                        model_parameters=model_parameters,
+                                                       optimizer=client,
                                                        config=copy.deepcopy(job["deepspeed"]))
     except Exception as exception:  # what DeepSpeed says about the config
         record["initialize_error"] = error_of(exception)

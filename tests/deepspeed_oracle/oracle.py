@@ -87,28 +87,30 @@ def fp16_enabled(scenario):
 
 def trains_under_zero_here(scenario):
     """Whether DeepSpeed can train the scenario at ZeRO stages 1-3 on this CPU as the oracle
-    drives it: the config's optimizer (no client_optimizer or hf_trainer: the oracle builds
-    neither), not Lamb (FusedLamb has no CPU kernel), and an expectation about gradients and
+    drives it: the config's optimizer or the client's (not hf_trainer: the oracle does not run
+    the Trainer), not Lamb (FusedLamb has no CPU kernel), and an expectation about gradients and
     parameters, not one of the ZeRO judge's."""
     if scenario.get("expect", {}).get("diagnosis") in ZERO_JUDGE_DIAGNOSES:
         return False
     config = scenario.get("deepspeed", {})
     optimizer = config.get("optimizer", {}).get("type", "") if isinstance(config.get("optimizer"), dict) else ""
-    return ("client_optimizer" not in scenario and "hf_trainer" not in scenario
-            and optimizer.lower() != "lamb")
+    return "hf_trainer" not in scenario and optimizer.lower() != "lamb"
 
 
 def scenarios_in_scope():
     """The same list as oracle_tests.cmake: the scenarios of these folders written for the
-    installed release, except fp16 ones (this CPU has no fp16: DeepSpeed refuses it): a refused
+    installed release, except fp16 ones (this CPU has no fp16: DeepSpeed refuses it) and
+    Hugging Face Trainer ones (the oracle does not run the Trainer): a refused
     config at any ZeRO stage, training at stage 0, and training at stages 1-3 where
     trains_under_zero_here allows it. bf16 runs are judged against trainrepro's precision twin."""
     files = []
     for folder in ("accumulation", "zero", "deepspeed-versions", "schedulers", "checkpointing",
-                   "frozen", "parameter-groups", "precision"):
+                   "frozen", "parameter-groups", "precision", "hf-trainer"):
         for path in sorted((ROOT / "scenarios" / folder).glob("*.json")):
             scenario = json.loads(path.read_text())
             if scenario.get("deepspeed_version", DEEPSPEED_VERSION) != DEEPSPEED_VERSION:
+                continue
+            if "hf_trainer" in scenario:  # its config holds "auto": the Trainer fills it
                 continue
             if fp16_enabled(scenario):
                 continue
@@ -276,6 +278,15 @@ def plan_differences(engine, plan, scheduled=False, cycles_betas=False):
         if wanted != found:
             differences.append(f"optimizer param groups' weight_decay: trainrepro {wanted}, "
                                f"DeepSpeed {found} ({theirs['class']})")
+        # Each group's own lr (the optimizer's where it names none); a scheduler has written
+        # its rates by now, which the parameters of every step show instead.
+        if "lr" in keys:
+            keys.remove("lr")
+            wanted = [float(group.get("lr", ours["lr"])) for group in ours["parameter_groups"]]
+            found = theirs.get("group_lrs", [])
+            if wanted != found:
+                differences.append(f"optimizer param groups' lr: trainrepro {wanted}, "
+                                   f"DeepSpeed {found} ({theirs['class']})")
     keys += ["momentum"] if ours["type"].lower() == "sgd" else ["eps", "decoupled_weight_decay"]
     if ours["type"].lower() != "sgd" and not cycles_betas:
         keys.append("betas")
@@ -655,7 +666,8 @@ def check_scenario(path, trainrepro, workdir, timeout):
     loop = dict(scenario.get("loop", {}))
     job = {"deepspeed": scenario["deepspeed"], "model": scenario["model"], "data": scenario["data"],
            "loop": loop, "steps": scenario["golden"]["steps"],
-           "parameter_groups": scenario.get("parameter_groups")}
+           "parameter_groups": scenario.get("parameter_groups"),
+           "client_optimizer": scenario.get("client_optimizer")}
     outcome = scenario["expect"]["outcome"]
     source = model = tensors = names = None
     if outcome != "config_error":

@@ -181,8 +181,8 @@ def parameter_groups(module, groups):
     """A scenario's "parameter_groups" as a script builds them for deepspeed.initialize: torch
     param group dicts of the trainable parameters, selected by "params" (names or module paths),
     "names_containing" (substrings) or neither (every parameter no other group holds). A group's
-    "weight_decay" is passed only where the scenario writes one: the optimizer's default applies
-    otherwise, as it does for the script."""
+    "weight_decay" and "lr" are passed only where the scenario writes them: the optimizer's
+    defaults apply otherwise, as they do for the script."""
     named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
 
     def selects(group, name):
@@ -197,10 +197,21 @@ def parameter_groups(module, groups):
         else:
             chosen = [p for n, p in named if not any(selects(g, n) for g in explicit)]
         entry = {"params": chosen}
-        if "weight_decay" in group:
-            entry["weight_decay"] = group["weight_decay"]
+        for key in ("weight_decay", "lr"):  # LLaVA's mm_projector_lr is a group "lr"
+            if key in group:
+                entry[key] = group[key]
         result.append(entry)
     return result
+
+
+def client_optimizer(spec, parameters):
+    """A scenario's "client_optimizer": the torch.optim class a script builds itself, with the
+    scenario's params and torch's defaults for the rest (AdamW's weight decay 0.01)."""
+    classes = {"SGD": torch.optim.SGD, "Adam": torch.optim.Adam, "AdamW": torch.optim.AdamW}
+    params = dict(spec.get("params", {}))
+    if "betas" in params:
+        params["betas"] = tuple(params["betas"])
+    return classes[spec["type"]](parameters, **params)
 
 
 def initialise_as_trainrepro(module, seed):

@@ -109,10 +109,12 @@ def without_decay(name):
 def make_optimizer(config, params, names):
     lr, decay = config["lr"], config["weight_decay"]
     if config.get("parameter_groups"):
-        # The script's own groups, by name, each with its weight decay.
+        # The script's own groups, by name, each with its weight decay and lr ("own_lr" is
+        # what a scheduler that scales each group's lr starts from).
         by_name = dict(zip(names, params))
         params = [{"params": [by_name[n] for n in group["names"]],
-                   "weight_decay": group["weight_decay"]} for group in config["parameter_groups"]]
+                   "weight_decay": group["weight_decay"], "lr": group.get("lr", lr),
+                   "own_lr": group.get("lr", lr)} for group in config["parameter_groups"]]
     elif config.get("decay_skips_bias_and_norm"):
         # The Hugging Face Trainer's two groups: decayed weights first, the rest at 0.
         params = [{"params": [p for p, n in zip(params, names) if not without_decay(n)]},
@@ -260,7 +262,8 @@ def check_file(path):
             torch.nn.utils.clip_grad_norm_(ordered, key["gradient_clipping"])
         if "lr_schedule" in key:  # the engine steps the scheduler after each optimizer step
             for group in optimizer.param_groups:
-                group["lr"] = scheduled_lr(key["lr_schedule"], step - 1, key["optimizer"]["lr"])
+                group["lr"] = scheduled_lr(key["lr_schedule"], step - 1,
+                                           group.get("own_lr", key["optimizer"]["lr"]))
                 # OneCycle writes (momentum, 0.99) into the betas of optimizers that have them.
                 if key["lr_schedule"]["type"] == "OneCycle" and "betas" in group:
                     beta1 = one_cycle(key["lr_schedule"], step - 1)[1]

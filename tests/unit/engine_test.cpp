@@ -160,6 +160,25 @@ TEST(Optimizer, WeightDecayPerPosition) {
   EXPECT_DOUBLE_EQ(kept[0].item<double>(), 1.0);
 }
 
+// Param groups with their own lr: each position steps at its own rate; lr() reports the first
+// group's (DeepSpeed's get_lr()[0]), and set_lr goes back to one rate for all.
+TEST(Optimizer, LearningRatePerPosition) {
+  OptimizerConfig config;
+  config.kind = OptimizerKind::sgd;
+  config.lr = 0.1;
+  Optimizer optimizer(config);
+  optimizer.set_lrs({0.01, 0.1}, 0.01);
+  EXPECT_DOUBLE_EQ(optimizer.lr(), 0.01);
+  at::Tensor slow = at::ones({3}, at::kDouble), fast = at::ones({2}, at::kDouble);
+  optimizer.step({slow, fast}, {at::ones({3}, at::kDouble), at::ones({2}, at::kDouble)});
+  EXPECT_DOUBLE_EQ(slow[0].item<double>(), 1.0 - 0.01);
+  EXPECT_DOUBLE_EQ(fast[0].item<double>(), 1.0 - 0.1);
+  optimizer.set_lr(0.5);
+  optimizer.step({slow, fast}, {at::ones({3}, at::kDouble), at::ones({2}, at::kDouble)});
+  EXPECT_DOUBLE_EQ(slow[0].item<double>(), 1.0 - 0.01 - 0.5);
+  EXPECT_DOUBLE_EQ(fast[0].item<double>(), 1.0 - 0.1 - 0.5);
+}
+
 TEST(GradientClipping, ScalesToMaxNormOnlyWhenAbove) {
   const at::Tensor gradient = at::tensor({3.0, 4.0}, at::kDouble);  // norm 5
   const double norm = std::sqrt(sum_of_squares({gradient}));

@@ -64,7 +64,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values("accumulation/gas-missing.json", "memory/mlp-keep-loss-with-graph.json",
                       "varieties/adam-betas-out-of-range-diverges.json",
                       "zero/matrix-stage0-ws1-gas4-adamw.json",
-                      "accumulation/batch-mismatch-tb-mb-gas.json", "no/such/scenario.json"));
+                      "accumulation/batch-mismatch-tb-mb-gas.json",
+                      "parameter-groups/mlp-group-lr-overwritten-by-warmupdecaylr.json",
+                      "no/such/scenario.json"));
 
 TEST(ResultsRoundTrip, NanAndInfinityReadBackAsNan) {
   ScenarioResult result = run_shipped("accumulation/gas-missing.json");

@@ -143,14 +143,11 @@ TEST_F(ScenarioLoading, ParameterGroupsResolveByNameAndRefuseWhatWouldTrainWrong
                         "module holding some",
                 0),
             0u);
-  EXPECT_EQ(error_with(R"([{"lr": 0.1}])").rfind(
-                path_ + ":/parameter_groups/0/lr: a learning rate per param group is not "
-                        "modelled",
-                0),
+  EXPECT_EQ(error_with(R"([{"lr": -0.1}])").rfind(path_ + ":/parameter_groups/0/lr: expected", 0),
             0u);
   EXPECT_EQ(error_with(R"([{}, {"weight_decya": 0}])"),
             path_ + ":/parameter_groups/1/weight_decya: unknown key \"weight_decya\" (did you "
-                    "mean \"weight_decay\"?); known keys here: \"names_containing\", "
+                    "mean \"weight_decay\"?); known keys here: \"lr\", \"names_containing\", "
                     "\"params\", \"weight_decay\"");
   EXPECT_EQ(error_with(R"([{}, {}])").rfind(path_ + ":/parameter_groups/1: a second group without",
                                               0),
@@ -166,6 +163,43 @@ TEST_F(ScenarioLoading, ParameterGroupsResolveByNameAndRefuseWhatWouldTrainWrong
     return w.find("/parameter_groups/1/names_containing/1: \"LayerNorm.weight\" is in no "
                   "parameter's name") != std::string::npos;
   })) << nlohmann::json(warnings).dump();
+}
+
+// A group's own "lr" (LLaVA's mm_projector_lr) defaults to the optimizer's. A scheduler from the
+// config that writes one rate into every group (WarmupLR with warmup_max_lr, WarmupDecayLR,
+// OneCycle) overwrites it: a warning; WarmupCosineLR and WarmupLR without warmup_max_lr keep it.
+TEST_F(ScenarioLoading, ParameterGroupLrAndTheSchedulersThatOverwriteIt) {
+  nlohmann::json scenario = valid_scenario();  // mlp [16, 64, 4], lr from the optimizer
+  const double optimizer_lr = scenario["deepspeed"]["optimizer"]["params"]["lr"].get<double>();
+  scenario["parameter_groups"] =
+      nlohmann::json::parse(R"([{"params": ["layers.0"], "lr": 2e-05}, {}])");
+  const auto warnings_with = [&](const char* scheduler_text) {
+    nlohmann::json changed = scenario;
+    if (scheduler_text) changed["deepspeed"]["scheduler"] = nlohmann::json::parse(scheduler_text);
+    const Scenario loaded = load_scenario(write("scenario.json", changed.dump()));
+    const std::vector<ParameterGroup>& groups = loaded.deepspeed.optimizer->parameter_groups;
+    EXPECT_EQ(groups[0].lr, 2e-05);
+    EXPECT_EQ(groups[1].lr, optimizer_lr);
+    std::string overwritten;
+    for (const std::string& w : loaded.deepspeed.warnings) {
+      if (w.find("are overwritten") != std::string::npos) overwritten = w;
+    }
+    return overwritten;
+  };
+  EXPECT_EQ(warnings_with(nullptr), "");
+  EXPECT_EQ(warnings_with(R"({"type": "WarmupCosineLR", "params": {"total_num_steps": 10}})"), "");
+  EXPECT_EQ(warnings_with(R"({"type": "WarmupLR", "params": {"warmup_num_steps": 5}})"), "");
+  EXPECT_EQ(
+      warnings_with(R"({"type": "WarmupDecayLR", "params": {"total_num_steps": 10}})"),
+      path_ + ":/parameter_groups: the param groups' own learning rates (group 0 2e-05) are "
+              "overwritten: DeepSpeed's WarmupDecayLR warms up to one rate, warmup_max_lr 0.001, "
+              "then decays it, in every param group, from its construction on, so every group "
+              "trains at the same rate. WarmupCosineLR (which scales each group's lr) or WarmupLR "
+              "without warmup_max_lr keep them apart");
+  EXPECT_NE(warnings_with(R"({"type": "WarmupLR", "params": {"warmup_max_lr": 0.01}})"), "");
+  EXPECT_NE(warnings_with(R"({"type": "OneCycle", "params": {"cycle_min_lr": 0.001,
+                                                            "cycle_max_lr": 0.01}})"),
+            "");
 }
 
 // A typo in "frozen" would silently train everything; freezing everything trains nothing.
