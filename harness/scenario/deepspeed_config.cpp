@@ -805,7 +805,34 @@ const std::set<std::string>& deepspeed_top_level_keys() {
   return keys;
 }
 
-void warn_about_top_level_keys(const ObjectReader& section, const DeepSpeedRelease& release,
+// What DeepSpeed's "activation_checkpointing" section changes here, option by option
+// (runtime/activation_checkpointing/checkpointing.py): only the layout of what a checkpoint keeps.
+std::string activation_checkpointing_note(const nlohmann::json& value) {
+  std::string note =
+      "configures deepspeed.checkpointing.checkpoint, which only the model's own code calls: by "
+      "itself it checkpoints nothing (a scenario says whether the model checkpoints its blocks "
+      "with the loop key \"activation_checkpointing\")";
+  const auto on = [&](const char* option) {
+    return value.is_object() && value.contains(option) && value[option] == true;
+  };
+  if (on("partition_activations")) {
+    note += "; partition_activations splits each checkpointed input across the model-parallel "
+            "ranks: these runs are data-parallel only (model-parallel size 1, where DeepSpeed "
+            "keeps a whole copy), so it changes nothing";
+  }
+  if (on("cpu_checkpointing")) {
+    note += "; cpu_checkpointing keeps the checkpointed inputs in host memory: nothing changes on "
+            "a CPU run; on CUDA the reference engine keeps them on the GPU, so its device peak "
+            "exceeds DeepSpeed's by those inputs";
+  }
+  if (on("contiguous_memory_optimization")) {
+    note += "; contiguous_memory_optimization copies them into one preallocated buffer (a "
+            "layout, not modelled)";
+  }
+  return note;
+}
+
+void warn_about_top_level_keys(ObjectReader& section, const DeepSpeedRelease& release,
                                std::vector<std::string>& warnings) {
   for (const std::string& key : section.unknown_keys()) {
     if (keys_without_numerical_effect().count(key)) continue;
@@ -814,13 +841,7 @@ void warn_about_top_level_keys(const ObjectReader& section, const DeepSpeedRelea
       warnings.push_back(where + "DeepSpeed " + release.version +
                          " ignores this key (it exists from 0.19.4 on)");
     } else if (key == "activation_checkpointing") {
-      warnings.push_back(where +
-                         "configures deepspeed.checkpointing.checkpoint, which only the model's "
-                         "own code calls: by itself it checkpoints nothing (a scenario says "
-                         "whether the model checkpoints its blocks with the loop key "
-                         "\"activation_checkpointing\"); its memory-layout options "
-                         "(partition_activations, cpu_checkpointing, "
-                         "contiguous_memory_optimization) are not modelled");
+      warnings.push_back(where + activation_checkpointing_note(section.required_value(key)));
     } else if (deepspeed_top_level_keys().count(key)) {
       warnings.push_back(where +
                          "a DeepSpeed feature the reference engine does not implement; ignored "

@@ -351,6 +351,12 @@ TEST_F(ScenarioLoading, UnimplementedDeepSpeedKeysBecomeWarnings) {
                                                        "which only the model's own code calls",
                                          0),
       0u);
+  // Each layout option says what it would change here.
+  EXPECT_NE(loaded.deepspeed.warnings[1].find(
+                "; partition_activations splits each checkpointed input across the model-parallel "
+                "ranks: these runs are data-parallel only"),
+            std::string::npos);
+  EXPECT_EQ(loaded.deepspeed.warnings[1].find("cpu_checkpointing"), std::string::npos);
   EXPECT_EQ(loaded.deepspeed.zero_stage, 2);
 }
 
