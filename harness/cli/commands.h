@@ -52,4 +52,37 @@ struct RankRunArgs {
 };
 int run_rank(const RankRunArgs& args);
 
+struct PerfRunArgs {
+  std::vector<std::string> paths;
+  std::string output;           // the Google Benchmark JSON file to write (atomically)
+  std::string filter;           // ECMAScript regex on scenario name or file
+  std::optional<DeviceChoice> device;
+  std::optional<int64_t> repetitions;  // replaces every scenario's
+  double planted_slowdown = 0.0;  // proving `perf compare`: stretch every step by this fraction
+  std::string machine;          // the history's machine name (default the host name)
+  RunProvenance provenance;
+};
+int run_perf_run(const PerfRunArgs& args);
+
+struct PerfCompareArgs {
+  std::string baseline;
+  std::string current;
+  double alpha = 0.01;
+  double min_effect = 0.05;
+  bool confirm = true;
+  int confirm_rounds = 3;
+  int confirm_repetitions = 3;
+  std::string baseline_build;
+  std::string current_build;
+};
+int run_perf_compare(const PerfCompareArgs& args);
+
+struct PerfHistoryArgs {
+  std::string folder;  // reports/history/<machine>: one perf run per commit
+  std::string output = "reports/out/perf-history.html";
+  double alpha = 0.01;
+  double min_effect = 0.05;
+};
+int run_perf_history(const PerfHistoryArgs& args);
+
 }  // namespace trainrepro

@@ -106,6 +106,87 @@ int main(int argc, char** argv) {
                    "compute goldens that need more memory or time than this machine gives");
   golden->footer(kExitCodes);
 
+  CLI::App* perf = app.add_subcommand(
+      "perf", "Performance regression tracking: measure, compare with a statistical verdict, "
+              "draw the history");
+  perf->require_subcommand(1);
+  PerfRunArgs perf_run_args;
+  std::string perf_device;
+  CLI::App* perf_run = perf->add_subcommand(
+      "run", "Measure every scenario with a \"performance\" section (repetitions interleaved, "
+             "each after a calibration kernel); write Google Benchmark JSON");
+  perf_run->add_option("PATH", perf_run_args.paths, "scenario files or folders (scenarios/perf)")
+      ->required();
+  perf_run->add_option("-o,--out", perf_run_args.output,
+                       "the JSON file to write, e.g. reports/history/<machine>/<commit>.json");
+  perf_run->add_option("--filter", perf_run_args.filter,
+                       "only scenarios whose name or file matches this regular expression");
+  perf_run->add_option("--device", perf_device, "override every scenario's device: cpu, cuda, auto")
+      ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  perf_run->add_option("--repetitions", perf_run_args.repetitions,
+                       "replace every scenario's repetitions (at least 2)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1000}));
+  perf_run->add_option("--machine", perf_run_args.machine,
+                       "the machine's name in the history (default the host name)");
+  perf_run->add_option("--plant-slowdown", perf_run_args.planted_slowdown,
+                       "stretch every optimizer step by this fraction (0.05 = 5 %), a "
+                       "regression of known size for proving `perf compare`")
+      ->check(CLI::Range(0.0, 10.0));
+  perf_run->footer(
+      "Exit codes:\n"
+      "  0  measured (and every scaling expectation met)\n"
+      "  1  a fitted scaling exponent is outside its expected range\n"
+      "  2  bad scenario, nothing to measure, or bad usage\n"
+      "  3  a training failed, or the output could not be written\n");
+
+  PerfCompareArgs compare_args;
+  CLI::App* perf_compare = perf->add_subcommand(
+      "compare", "Compare two perf runs figure by figure (ratio, Mann-Whitney U, Cliff's delta); "
+                 "confirm a suspected regression by rerunning both builds A/B/A/B");
+  perf_compare->add_option("BASELINE", compare_args.baseline, "the earlier perf run")->required();
+  perf_compare->add_option("CURRENT", compare_args.current, "the perf run to judge")->required();
+  perf_compare->add_option("--alpha", compare_args.alpha, "significance level (default 0.01)")
+      ->check(CLI::Range(1e-9, 0.5));
+  perf_compare->add_option("--min-effect", compare_args.min_effect,
+                           "smallest change called a regression (default 0.05 = 5 %)")
+      ->check(CLI::Range(0.0, 10.0));
+  bool no_confirm = false;
+  perf_compare->add_flag("--no-confirm", no_confirm,
+                         "report a suspected regression without rerunning the builds");
+  perf_compare->add_option("--confirm-rounds", compare_args.confirm_rounds,
+                           "A/B pairs of the confirmation (default 3)")
+      ->check(CLI::Range(1, 100));
+  perf_compare->add_option("--confirm-repetitions", compare_args.confirm_repetitions,
+                           "repetitions per build and round (default 3)")
+      ->check(CLI::Range(2, 1000));
+  perf_compare->add_option("--baseline-build", compare_args.baseline_build,
+                           "the trainrepro that measured BASELINE (default: as recorded in it)");
+  perf_compare->add_option("--current-build", compare_args.current_build,
+                           "the trainrepro that measured CURRENT (default: as recorded in it)");
+  perf_compare->footer(
+      "Exit codes:\n"
+      "  0  no regression, or none survived the interleaved rerun\n"
+      "  2  a file is not a perf run (file and JSON pointer named), or bad usage\n"
+      "  3  a suspected regression could not be confirmed: a build is gone or was rebuilt\n"
+      "  4  a confirmed regression (with --no-confirm: a suspected one)\n");
+
+  PerfHistoryArgs history_args;
+  CLI::App* perf_history = perf->add_subcommand(
+      "history", "Draw every figure of a machine's perf runs over commits, with change points");
+  perf_history->add_option("FOLDER", history_args.folder, "reports/history/<machine>")->required();
+  perf_history->add_option("-o,--output", history_args.output,
+                           "the page (default reports/out/perf-history.html)");
+  perf_history->add_option("--alpha", history_args.alpha, "significance level (default 0.01)")
+      ->check(CLI::Range(1e-9, 0.5));
+  perf_history->add_option("--min-effect", history_args.min_effect,
+                           "smallest level shift marked (default 0.05)")
+      ->check(CLI::Range(0.0, 10.0));
+  perf_history->footer(
+      "Exit codes:\n"
+      "  0  the page was written from every file\n"
+      "  2  no perf runs, or some files were not perf runs (named; the page lists them)\n"
+      "  3  the page could not be written\n");
+
   RankRunArgs rank_args;
   std::string rank_device;
   CLI::App* rank_run = app.add_subcommand(
@@ -139,6 +220,16 @@ int main(int argc, char** argv) {
   try {
     if (resolve->parsed()) return run_config_resolve(resolve_args);
     if (report->parsed()) return run_report(report_args);
+    if (perf_run->parsed()) {
+      perf_run_args.provenance = current_run_provenance(argc, argv);
+      perf_run_args.device = device_choice_from(perf_device);
+      return run_perf_run(perf_run_args);
+    }
+    if (perf_compare->parsed()) {
+      compare_args.confirm = !no_confirm;
+      return run_perf_compare(compare_args);
+    }
+    if (perf_history->parsed()) return run_perf_history(history_args);
     if (rank_run->parsed()) {
       rank_args.provenance = current_run_provenance(argc, argv);
       rank_args.device = device_choice_from(rank_device);

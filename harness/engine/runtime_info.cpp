@@ -1,6 +1,7 @@
 #include "harness/engine/runtime_info.h"
 
 #include <cstdlib>
+#include <ctime>
 
 #include <ATen/Context.h>
 #include <ATen/detail/CUDAHooksInterface.h>
@@ -39,6 +40,16 @@ void make_cuda_deterministic() {
   at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/false);
   at::globalContext().setAllowTF32CuBLAS(false);
   at::globalContext().setAllowTF32CuDNN(false);
+}
+
+double process_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
+}
+
+void synchronize_cuda() {
+  at::detail::getCUDAHooks().deviceSynchronize(at::detail::getCUDAHooks().current_device());
 }
 
 }  // namespace trainrepro

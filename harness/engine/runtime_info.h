@@ -16,4 +16,10 @@ std::string cuda_runtime_version();
 // Call before the first CUDA operation.
 void make_cuda_deterministic();
 
+// CPU seconds this process has used, every thread together (CLOCK_PROCESS_CPUTIME_ID).
+double process_cpu_seconds();
+
+// Waits until the current CUDA device has finished its queued work (a timing boundary).
+void synchronize_cuda();
+
 }  // namespace trainrepro

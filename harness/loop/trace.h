@@ -40,6 +40,10 @@ struct OptimizerStepRecord {
   // Bytes of the harness's own copies (initial parameters, recorded gradients and parameters)
   // alive on the run's device after this step: not the user's, not the engine's.
   int64_t harness_tensor_bytes = 0;
+  // Wall-clock and process CPU seconds from the loop's start to this step's boundary (after the
+  // update, before what the loop does between steps); on CUDA after a device synchronisation.
+  double wall_seconds = 0.0;
+  double cpu_seconds = 0.0;
 };
 
 struct MemorySnapshot {

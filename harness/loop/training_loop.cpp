@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 
 #include "harness/engine/reference_engine.h"
+#include "harness/engine/runtime_info.h"
 #include "harness/loop/evaluation_pass.h"
 #include "harness/loop/fault_injection.h"
 #include "harness/loop/kept_across_steps.h"
@@ -73,6 +74,7 @@ std::shared_ptr<ZooModel> build_model_at_step_zero(const ModelSpec& spec, at::Sc
   return build_model(spec, dtype, device);
 }
 
+
 // One run of the user's loop: the engine, the data, what the loop keeps, and the Trace it fills.
 class TrainingLoop {
  public:
@@ -93,7 +95,9 @@ class TrainingLoop {
         frozen_(frozen_parameters_of(*model_)),
         engine_(model_, plan, communicator_),
         source_(data),
-        samples_{plan.batch.micro_batch_per_gpu, ranks_} {
+        samples_{plan.batch.micro_batch_per_gpu, ranks_},
+        memory_snapshots_(options.memory_snapshots),
+        planted_step_slowdown_(options.planted_step_slowdown) {
     model_->set_activation_checkpointing(loop.activation_checkpointing);
     if (loop.evaluation) {
       evaluation_.emplace(*loop.evaluation, *model_, source_, samples_, dtype_, device_);
@@ -115,6 +119,8 @@ class TrainingLoop {
 
   Trace run() {
     const auto start = std::chrono::steady_clock::now();
+    start_ = start;
+    cpu_start_ = process_cpu_seconds();
     for (int64_t m = 0; steps_done() < loop_.steps; ++m) {
       if (m >= micro_step_limit_) {
         throw std::runtime_error("the training loop took " + std::to_string(m) +
@@ -202,12 +208,13 @@ class TrainingLoop {
   // then what the loop does between steps (keep gathered parameters, evaluate).
   void after_optimizer_step(int64_t m) {
     const int64_t steps = steps_done();
+    stamp_step_boundary(trace_.steps.back());
     CountingCpuAllocator::set_current_step(steps);
     kept_.keep_after_step(loop_.keep, engine_);
     probe_.sample(SamplePoint::boundary, m, steps);
     if (communicator_) inject_faults_after_step(rank_, steps);
     // Halfway and at the end: two snapshots show what a leak left behind and that it grows.
-    if (steps == loop_.steps / 2 || steps == loop_.steps) {
+    if (memory_snapshots_ && (steps == loop_.steps / 2 || steps == loop_.steps)) {
       trace_.memory_snapshots.push_back(
           {steps, plan_.device == Device::cuda
                       ? cuda_memory_snapshot_pickle()
@@ -222,6 +229,25 @@ class TrainingLoop {
           std::max(trace_.evaluation_peak_bytes, evaluation_->run(probe_));
       probe_.sample(SamplePoint::after_evaluation, m, steps);
     }
+  }
+
+  // When this step's boundary was reached, stretched first by the planted slowdown (a busy wait,
+  // so it costs CPU like real work and suffers the same contention).
+  void stamp_step_boundary(OptimizerStepRecord& record) {
+    if (plan_.device == Device::cuda) synchronize_cuda();
+    const size_t count = trace_.steps.size();
+    const double previous = count > 1 ? trace_.steps[count - 2].wall_seconds : 0.0;
+    double now = seconds_since_start();
+    if (planted_step_slowdown_ > 0.0) {
+      const double until = now + planted_step_slowdown_ * (now - previous);
+      while (now < until) now = seconds_since_start();
+    }
+    record.wall_seconds = now;
+    record.cpu_seconds = process_cpu_seconds() - cpu_start_;
+  }
+
+  double seconds_since_start() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   }
 
   // Every optimizer step the engine reports, whoever triggered it, with its window's loss.
@@ -274,6 +300,10 @@ class TrainingLoop {
   double window_loss_sum_ = 0.0;
   int64_t window_items_seen_ = 0;
   double window_items_ = 0.0;
+  const bool memory_snapshots_;
+  const double planted_step_slowdown_;
+  std::chrono::steady_clock::time_point start_;
+  double cpu_start_ = 0.0;
 };
 
 }  // namespace

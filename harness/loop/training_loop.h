@@ -17,6 +17,12 @@ namespace trainrepro {
 struct LoopOptions {
   int64_t recorded_steps = 0;
   Communicator* communicator = nullptr;  // data-parallel ranks; none for one rank
+  // PyTorch memory snapshots halfway and at the end (for the report); a performance measurement
+  // turns them off, since pickling every live allocation would land inside a measured step.
+  bool memory_snapshots = true;
+  // `perf run --plant-slowdown`: each optimizer step is stretched by this fraction of its own
+  // time (a busy wait at the boundary), a regression of known size for proving `perf compare`.
+  double planted_step_slowdown = 0.0;
 };
 
 Trace run_training_loop(const ModelSpec& model, const DataSpec& data, const LoopSpec& loop,

@@ -7,6 +7,7 @@
 #include "harness/scenario/client_optimizer.h"
 #include "harness/scenario/hf_trainer.h"
 #include "harness/scenario/parameter_groups.h"
+#include "harness/scenario/performance_section.h"
 #include "harness/scenario/json_document.h"
 #include "harness/json/printable.h"
 #include "harness/json/scenario_error.h"
@@ -436,6 +437,7 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
   }
   ObjectReader expect = root.required_object("expect");
   scenario.expect = read_expectation(expect);
+  scenario.performance = read_performance_section(root, document);
 
   root.reject_unknown_keys();
   return scenario;

@@ -9,6 +9,7 @@
 
 #include "harness/scenario/deepspeed_config.h"
 #include "harness/scenario/expectation.h"
+#include "harness/scenario/performance_spec.h"
 #include "models/checkpointing_choice.h"
 #include "models/zoo_choice.h"
 
@@ -133,6 +134,7 @@ struct Scenario {
   std::optional<ToleranceOverride> tolerance;
   GoldenSpec golden;
   Expectation expect;
+  std::optional<PerformanceSpec> performance;  // how `perf run` measures it; `run` ignores it
 };
 
 const EnumSpellings<DeviceChoice>& device_choice_spellings();

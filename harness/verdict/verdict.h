@@ -31,12 +31,14 @@ const char* error_source_name(ErrorSource source);  // "none", "scenario", "infr
 std::optional<ErrorSource> error_source_from_name(const std::string& name);
 
 // The documented exit codes: 0 every expectation met, 1 an expectation not met,
-// 2 bad scenario or usage, 3 infrastructure failure.
+// 2 bad scenario or usage, 3 infrastructure failure; `perf compare` alone: 4 a confirmed
+// performance regression.
 enum ExitCode : int {
   kExitOk = 0,
   kExitExpectationNotMet = 1,
   kExitBadInput = 2,
   kExitInfrastructure = 3,
+  kExitConfirmedRegression = 4,
 };
 
 int exit_code_of(const Verdict& verdict);

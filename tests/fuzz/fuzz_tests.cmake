@@ -59,6 +59,7 @@ set(scenario_loader_sources
     ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/client_optimizer.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/parameter_groups.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/performance_section.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/scenario_spellings.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/expectation.cpp
     ${PROJECT_SOURCE_DIR}/models/model_zoo.cpp

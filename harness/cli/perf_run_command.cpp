@@ -1,0 +1,172 @@
+// `trainrepro perf run PATH… --out FILE`: measures every scenario with a "performance" section
+// (repetitions interleaved, each after a calibration kernel), prints each benchmark's medians and
+// the fitted scaling exponents, and writes the run as Google Benchmark JSON.
+#include <ATen/Parallel.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <regex>
+#include <thread>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/scenario_discovery.h"
+#include "harness/engine/runtime_info.h"
+#include "harness/golden/sha256.h"
+#include "harness/perf/benchmark_json.h"
+#include "harness/perf/figure_values.h"
+#include "harness/perf/mann_whitney.h"
+#include "harness/perf/perf_runner.h"
+#include "harness/verdict/verdict.h"
+
+namespace trainrepro {
+namespace {
+
+PerfContext context_of(const PerfRunArgs& args) {
+  PerfContext context;
+  context.date = args.provenance.started_at;
+  context.host_name = args.provenance.host;
+  context.machine = args.machine.empty() ? args.provenance.host : args.machine;
+  context.commit = args.provenance.git_commit;
+  context.trainrepro_version = args.provenance.trainrepro_version;
+  context.torch_version = args.provenance.torch_version;
+  std::error_code error;
+  context.executable = std::filesystem::read_symlink("/proc/self/exe", error).string();
+  if (!context.executable.empty()) {
+    try {
+      context.executable_sha256 = sha256_of_file(context.executable);
+    } catch (const std::runtime_error&) {
+      context.executable_sha256.clear();  // then a confirmation cannot tell a rebuild apart
+    }
+  }
+  context.working_directory = std::filesystem::current_path(error).string();
+  context.scenario_paths = args.paths;
+  context.filter = args.filter;
+  context.planted_slowdown = args.planted_slowdown;
+  context.num_cpus = static_cast<int>(std::thread::hardware_concurrency());
+  context.threads = at::get_num_threads();
+  return context;
+}
+
+// "mlp-adamw  1.912 ms/step (±2.1 %)  4183 samples/s  peak tensors 61.2 KiB"
+void print_benchmark(const PerfBenchmark& benchmark) {
+  const std::vector<double> times = figure_values(benchmark, PerfFigure::step_time);
+  const std::vector<double> normalised = normalised_step_times(benchmark);
+  if (times.empty()) return;
+  const double median = median_of(times);
+  double spread = 0.0;
+  for (double time : times) spread = std::max(spread, std::abs(time - median) / median);
+  char line[256];
+  std::snprintf(line, sizeof line, "%-48s %9.3f ms/step (max deviation %4.1f %%), %.3f "
+                "calibration units", benchmark.name.c_str(), median * 1e3, spread * 100.0,
+                median_of(normalised));
+  std::cout << line;
+  const std::vector<double> samples = figure_values(benchmark, PerfFigure::samples_per_second);
+  if (!samples.empty()) std::cout << ", " << static_cast<int64_t>(median_of(samples)) << " samples/s";
+  const std::vector<double> tokens = figure_values(benchmark, PerfFigure::tokens_per_second);
+  if (!tokens.empty()) std::cout << ", " << static_cast<int64_t>(median_of(tokens)) << " tokens/s";
+  const std::vector<double> peak = figure_values(benchmark, PerfFigure::peak_tensor_bytes);
+  if (!peak.empty()) std::cout << ", peak tensors " << static_cast<int64_t>(median_of(peak)) << " B";
+  const std::vector<double> mfu = figure_values(benchmark, PerfFigure::mfu);
+  if (!mfu.empty()) std::cout << ", MFU " << median_of(mfu) * 100.0 << " %";
+  std::cout << "\n";
+}
+
+}  // namespace
+
+int run_perf_run(const PerfRunArgs& args) {
+  std::optional<std::regex> filter;
+  if (!args.filter.empty()) {
+    try {
+      filter.emplace(args.filter, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      std::cerr << "--filter \"" << args.filter
+                << "\": not a valid regular expression: " << error.what() << "\n";
+      return kExitBadInput;
+    }
+  }
+  const DiscoveredScenarios discovered = discover_scenarios(args.paths);
+  for (const std::string& note : discovered.notes) std::cerr << note << "\n";
+  for (const DiscoveryError& error : discovered.errors) std::cerr << error.message << "\n";
+  if (!discovered.errors.empty()) return kExitBadInput;
+
+  PerfPlanOptions plan_options;
+  plan_options.device_override = args.device;
+  plan_options.cuda_available = cuda_is_available();
+  plan_options.repetitions = args.repetitions;
+  PerfPlan plan;
+  try {
+    plan = plan_perf_run(discovered.files, plan_options);
+  } catch (const PerfInputError& error) {
+    std::cerr << error.what() << "\n";
+    return kExitBadInput;
+  }
+  if (filter) {
+    std::vector<PlannedBenchmark> kept;
+    for (PlannedBenchmark& benchmark : plan.benchmarks) {
+      if (std::regex_search(benchmark.scenario.name, *filter) ||
+          std::regex_search(benchmark.scenario.file, *filter)) {
+        kept.push_back(std::move(benchmark));
+      }
+    }
+    plan.benchmarks = std::move(kept);
+  }
+  for (const std::string& skipped : plan.skipped) std::cout << skipped << "\n";
+  if (plan.benchmarks.empty()) {
+    std::cerr << "perf run: nothing to measure: no scenario with a \"performance\" section"
+              << (filter ? " matches --filter" : "") << " under the paths given ("
+              << plan.without_performance_section << " scenario(s) without one)\n";
+    return kExitBadInput;
+  }
+
+  PerfRunnerOptions options;
+  options.planted_slowdown = args.planted_slowdown;
+  options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  PerfRun run;
+  try {
+    run = measure_perf_plan(plan, options);
+  } catch (const std::exception& error) {
+    std::cerr << error.what() << "\n";
+    return kExitInfrastructure;
+  }
+  run.context = context_of(args);
+
+  for (const PerfBenchmark& benchmark : run.benchmarks) print_benchmark(benchmark);
+  bool scaling_met = true;
+  for (const ScalingFitResult& fit : run.scaling) {
+    char line[256];
+    std::snprintf(line, sizeof line, "scaling %s: %s grows as %s^%.2f (r² %.3f)",
+                  fit.scenario.c_str(), perf_figure_name(fit.figure), fit.pointer.c_str(),
+                  fit.exponent, fit.r_squared);
+    std::cout << line;
+    if (fit.expected) {
+      std::snprintf(line, sizeof line, "; expected %.2f to %.2f: %s", fit.expected->at_least,
+                    fit.expected->at_most, fit.met() ? "met" : "MISSED");
+      std::cout << line;
+    }
+    std::cout << "\n";
+    scaling_met = scaling_met && fit.met();
+  }
+  for (const TargetResult& target : run.targets) {
+    char line[256];
+    std::snprintf(line, sizeof line, "target %s / %s = %.3f (at most %.3f): %s",
+                  target.benchmark.c_str(), target.relative_to.c_str(), target.ratio,
+                  target.at_most, target.met() ? "met" : "MISSED");
+    std::cout << line << "\n";
+    scaling_met = scaling_met && target.met();
+  }
+  if (!args.output.empty()) {
+    try {
+      const std::filesystem::path parent = std::filesystem::path(args.output).parent_path();
+      if (!parent.empty()) std::filesystem::create_directories(parent);
+      write_perf_run(args.output, run);
+    } catch (const std::exception& error) {
+      std::cerr << args.output << ": cannot write the perf run: " << error.what() << "\n";
+      return kExitInfrastructure;
+    }
+    std::cout << "wrote " << args.output << "\n";
+  }
+  return scaling_met ? kExitOk : kExitExpectationNotMet;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,94 @@
+#include "harness/perf/measure_repetition.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <variant>
+
+#include "harness/loop/training_loop.h"
+#include "harness/perf/gpu_peak_flops.h"
+#include "harness/perf/mann_whitney.h"
+#include "models/model_size.h"
+
+namespace trainrepro {
+namespace {
+
+// Model FLOPs of one sample: 6 per parameter per token (forward 2, backward 4; Kaplan et al.),
+// attention's own products and activation recomputation left out, as MFU conventionally does.
+double model_flops_per_sample(const Scenario& scenario) {
+  const double parameters = static_cast<double>(parameter_count(scenario.model.options));
+  const auto* tokens = std::get_if<TokenSequenceData>(&scenario.data.options);
+  return 6.0 * parameters * (tokens ? static_cast<double>(tokens->max_length) : 1.0);
+}
+
+}  // namespace
+
+PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
+                                  double planted_slowdown) {
+  const PerformanceSpec& spec = *scenario.performance;
+  LoopSpec loop = scenario.loop;
+  loop.steps = spec.warmup_steps + spec.measured_steps;
+  LoopOptions options;
+  options.memory_snapshots = false;
+  options.planted_step_slowdown = planted_slowdown;
+  const Trace trace =
+      run_training_loop(scenario.model, scenario.data, loop, plan, options);
+  if (static_cast<int64_t>(trace.steps.size()) < loop.steps) {
+    throw std::runtime_error("the training stopped after " + std::to_string(trace.steps.size()) +
+                             " of " + std::to_string(loop.steps) + " optimizer steps: " +
+                             trace.stopped);
+  }
+
+  // The measured steps are the last `measured_steps`; they start at the warm-up's last boundary.
+  const OptimizerStepRecord* before =
+      spec.warmup_steps > 0 ? &trace.steps[static_cast<size_t>(spec.warmup_steps - 1)] : nullptr;
+  const OptimizerStepRecord& last = trace.steps.back();
+  const double cpu = last.cpu_seconds - (before ? before->cpu_seconds : 0.0);
+  const auto measured = static_cast<double>(spec.measured_steps);
+  // Each measured step's own time; the repetition's figure is their median: a burst of a
+  // neighbour's load on a shared machine lengthens a few steps, a regression every one of them.
+  std::vector<double> step_times;
+  for (size_t i = static_cast<size_t>(spec.warmup_steps); i < trace.steps.size(); ++i) {
+    step_times.push_back(trace.steps[i].wall_seconds -
+                         (i > 0 ? trace.steps[i - 1].wall_seconds : 0.0));
+  }
+
+  PerfRepetition repetition;
+  repetition.step_seconds = median_of(step_times);
+  repetition.cpu_step_seconds = cpu / measured;
+  // Micro-batches run in the measured steps (a loop stepping once per window runs more of them
+  // per optimizer step), and the target tokens in them; rates are per median step.
+  const int64_t first_micro = before ? before->micro_step : 0;
+  const int64_t micro_batches = last.micro_step - first_micro;
+  const double samples_per_step =
+      static_cast<double>(micro_batches * plan.batch.micro_batch_per_gpu) / measured;
+  repetition.samples_per_second = samples_per_step / repetition.step_seconds;
+  if (std::holds_alternative<TokenSequenceData>(scenario.data.options)) {
+    int64_t tokens = 0;
+    for (int64_t m = first_micro; m < last.micro_step; ++m) {
+      tokens += trace.micro_steps[static_cast<size_t>(m)].items;
+    }
+    repetition.tokens_per_second =
+        static_cast<double>(tokens) / measured / repetition.step_seconds;
+  }
+
+  const bool cuda = plan.device == Device::cuda;
+  for (const MemorySample& sample : trace.memory) {
+    repetition.peak_tensor_bytes =
+        std::max(repetition.peak_tensor_bytes,
+                 cuda ? sample.cuda_peak_allocated_bytes : sample.cpu_tensor_peak_bytes);
+    repetition.peak_host_bytes = std::max(repetition.peak_host_bytes, sample.host_heap_bytes);
+    if (cuda) {
+      repetition.peak_cuda_reserved_bytes =
+          std::max(repetition.peak_cuda_reserved_bytes.value_or(0), sample.cuda_reserved_bytes);
+    }
+  }
+  if (cuda) {
+    if (auto peak = gpu_peak_flops(current_cuda_device_name(), plan.precision)) {
+      repetition.mfu = model_flops_per_sample(scenario) * repetition.samples_per_second / *peak;
+    }
+  }
+  return repetition;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,120 @@
+#include "harness/perf/perf_compare.h"
+
+#include <cmath>
+#include <map>
+
+#include "harness/perf/figure_values.h"
+#include "harness/perf/mann_whitney.h"
+
+namespace trainrepro {
+namespace {
+
+FigureComparison compare_values(const std::string& benchmark, const std::string& figure,
+                                bool judged, bool larger_worse, const std::vector<double>& before,
+                                const std::vector<double>& after, const CompareOptions& options) {
+  FigureComparison row;
+  row.benchmark = benchmark;
+  row.figure = figure;
+  row.judged = judged;
+  row.baseline_count = before.size();
+  row.current_count = after.size();
+  if (before.empty() || after.empty()) {
+    row.call = ChangeCall::not_comparable;
+    return row;
+  }
+  row.baseline_median = median_of(before);
+  row.current_median = median_of(after);
+  row.ratio = row.baseline_median != 0.0 ? row.current_median / row.baseline_median
+                                         : (row.current_median == 0.0 ? 1.0 : INFINITY);
+  const MannWhitneyResult test = mann_whitney_u(before, after);
+  row.p_value = test.p_value;
+  row.cliffs_delta = test.cliffs_delta;
+  if (!judged || row.p_value >= options.alpha) return row;
+  const bool worse = larger_worse ? row.ratio >= 1.0 + options.min_effect
+                                  : row.ratio <= 1.0 / (1.0 + options.min_effect);
+  const bool better = larger_worse ? row.ratio <= 1.0 / (1.0 + options.min_effect)
+                                   : row.ratio >= 1.0 + options.min_effect;
+  if (worse) row.call = ChangeCall::regression;
+  if (better) row.call = ChangeCall::improvement;
+  return row;
+}
+
+}  // namespace
+
+double calibration_noise(const PerfRun& run) {
+  std::vector<double> times;
+  for (const PerfBenchmark& benchmark : run.benchmarks) {
+    for (const PerfRepetition& repetition : benchmark.repetitions) {
+      times.push_back(repetition.calibration_seconds);
+    }
+  }
+  if (times.size() < 2) return 0.0;
+  double mean = 0.0;
+  for (double time : times) mean += time;
+  mean /= static_cast<double>(times.size());
+  double variance = 0.0;
+  for (double time : times) variance += (time - mean) * (time - mean);
+  return std::sqrt(variance / static_cast<double>(times.size() - 1)) / mean;
+}
+
+PerfComparison compare_perf_runs(const PerfRun& baseline, const PerfRun& current,
+                                 const CompareOptions& options) {
+  PerfComparison comparison;
+  comparison.baseline_noise = calibration_noise(baseline);
+  comparison.current_noise = calibration_noise(current);
+  std::map<std::string, const PerfBenchmark*> in_current;
+  for (const PerfBenchmark& benchmark : current.benchmarks) in_current[benchmark.name] = &benchmark;
+  std::map<std::string, bool> seen;
+  for (const PerfBenchmark& before : baseline.benchmarks) {
+    auto found = in_current.find(before.name);
+    if (found == in_current.end()) {
+      comparison.only_in_baseline.push_back(before.name);
+      continue;
+    }
+    seen[before.name] = true;
+    const PerfBenchmark& after = *found->second;
+    // The step in units of the calibration kernel: judged. Raw milliseconds: information.
+    comparison.rows.push_back(compare_values(before.name, "step_time", true, true,
+                                             normalised_step_times(before),
+                                             normalised_step_times(after), options));
+    for (const auto& [figure, spelling] : perf_figure_spellings()) {
+      const std::vector<double> was = figure_values(before, figure);
+      const std::vector<double> is = figure_values(after, figure);
+      if (was.empty() && is.empty()) continue;
+      const bool memory = figure == PerfFigure::peak_tensor_bytes ||
+                          figure == PerfFigure::peak_host_bytes ||
+                          figure == PerfFigure::peak_cuda_reserved_bytes;
+      const std::string label =
+          figure == PerfFigure::step_time ? "step_time_ms" : std::string(spelling);
+      std::vector<double> was_shown = was;
+      std::vector<double> is_shown = is;
+      if (figure == PerfFigure::step_time) {
+        for (double& value : was_shown) value *= 1e3;
+        for (double& value : is_shown) value *= 1e3;
+      }
+      comparison.rows.push_back(compare_values(before.name, label, memory,
+                                               larger_is_worse(figure), was_shown, is_shown,
+                                               options));
+    }
+  }
+  for (const PerfBenchmark& after : current.benchmarks) {
+    if (!seen.count(after.name)) comparison.only_in_current.push_back(after.name);
+  }
+  return comparison;
+}
+
+const char* change_call_name(ChangeCall call) {
+  switch (call) {
+    case ChangeCall::unchanged:
+      return "unchanged";
+    case ChangeCall::regression:
+      return "REGRESSION";
+    case ChangeCall::improvement:
+      return "improvement";
+    case ChangeCall::not_comparable:
+      return "not comparable";
+  }
+  return "?";
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,52 @@
+// Compares two perf runs figure by figure: the ratio of medians (current / baseline), the
+// Mann–Whitney U test's two-sided p-value over the repetitions, and Cliff's delta as the effect
+// size. A regression is called only when the change is both significant (p < alpha) and at
+// least the minimum effect in the worse direction; `perf compare` then confirms it by rerunning
+// both builds (confirm_regression.h) before reporting it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/perf/perf_run.h"
+
+namespace trainrepro {
+
+struct CompareOptions {
+  double alpha = 0.01;
+  double min_effect = 0.05;  // 5 %: smaller changes are never called, however significant
+};
+
+enum class ChangeCall { unchanged, regression, improvement, not_comparable };
+
+struct FigureComparison {
+  std::string benchmark;
+  std::string figure;  // "step_time" is the step over the calibration kernel's time
+  bool judged = true;  // false: shown for information (raw times, rates), never called
+  double baseline_median = 0.0;
+  double current_median = 0.0;
+  double ratio = 1.0;  // current / baseline
+  double p_value = 1.0;
+  double cliffs_delta = 0.0;  // of current over baseline
+  size_t baseline_count = 0;
+  size_t current_count = 0;
+  ChangeCall call = ChangeCall::unchanged;
+};
+
+struct PerfComparison {
+  std::vector<FigureComparison> rows;
+  std::vector<std::string> only_in_baseline;
+  std::vector<std::string> only_in_current;
+  // The machine's noise in each run: the coefficient of variation of its calibration kernel.
+  double baseline_noise = 0.0;
+  double current_noise = 0.0;
+};
+
+PerfComparison compare_perf_runs(const PerfRun& baseline, const PerfRun& current,
+                                 const CompareOptions& options);
+
+// The coefficient of variation (stddev / mean) of every calibration time in the run.
+double calibration_noise(const PerfRun& run);
+
+const char* change_call_name(ChangeCall call);
+
+}  // namespace trainrepro

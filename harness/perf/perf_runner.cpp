@@ -1,0 +1,170 @@
+#include "harness/perf/perf_runner.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <stdexcept>
+
+#include <c10/util/Exception.h>
+
+#include "harness/perf/calibration_kernel.h"
+#include "harness/perf/figure_values.h"
+#include "harness/perf/mann_whitney.h"
+#include "harness/perf/measure_repetition.h"
+#include "harness/perf/python_eager_loop.h"
+#include "harness/perf/reference_loops.h"
+#include "harness/perf/scaling_fit.h"
+
+namespace trainrepro {
+namespace {
+
+PerfBenchmark describe(const PlannedBenchmark& planned) {
+  PerfBenchmark benchmark;
+  benchmark.name = planned.name;
+  benchmark.scenario_file = planned.scenario.file;
+  benchmark.device = device_name(planned.plan.device);
+  benchmark.measured_steps = planned.scenario.performance->measured_steps;
+  const PerformanceSpec& performance = *planned.scenario.performance;
+  benchmark.measure = performance.measure;
+  benchmark.loop = spelling_of(performance.loop, perf_loop_spellings());
+  // The other loops time steps only: no probes, so no memory figures.
+  if (benchmark.measure.empty() && performance.loop != PerfLoop::harness) {
+    benchmark.measure = {PerfFigure::step_time, PerfFigure::samples_per_second,
+                         PerfFigure::tokens_per_second};
+  }
+  if (!planned.sweep_pointer.empty()) {
+    benchmark.sweep_of = planned.scenario.name;
+    benchmark.sweep_pointer = planned.sweep_pointer;
+    benchmark.sweep_value = planned.sweep_value;
+  }
+  return benchmark;
+}
+
+// One repetition of the benchmark's loop.
+PerfRepetition measure_one(const PlannedBenchmark& planned, double planted_slowdown) {
+  switch (planned.scenario.performance->loop) {
+    case PerfLoop::harness:
+      return measure_repetition(planned.scenario, planned.plan, planted_slowdown);
+    case PerfLoop::python_eager:
+      return measure_python_eager_loop(planned.scenario, planned.plan);
+    case PerfLoop::engine:
+    case PerfLoop::engine_with_probes:
+    case PerfLoop::hand_written:
+      break;
+  }
+  return measure_reference_loop(planned.scenario, planned.plan, planned.scenario.performance->loop);
+}
+
+// Each benchmark's target ratio to another of this run, when both were measured.
+std::vector<TargetResult> check_targets(const PerfPlan& plan, const PerfRun& run) {
+  std::vector<TargetResult> results;
+  for (size_t i = 0; i < plan.benchmarks.size(); ++i) {
+    const auto& target = plan.benchmarks[i].scenario.performance->target;
+    if (!target) continue;
+    for (const PerfBenchmark& other : run.benchmarks) {
+      if (other.name != target->benchmark || other.repetitions.empty()) continue;
+      const double ratio = median_of(normalised_step_times(run.benchmarks[i])) /
+                           median_of(normalised_step_times(other));
+      results.push_back({run.benchmarks[i].name, other.name, ratio, target->at_most});
+    }
+  }
+  return results;
+}
+
+}  // namespace
+
+PerfRun measure_perf_plan(const PerfPlan& plan, const PerfRunnerOptions& options) {
+  PerfRun run;
+  int64_t rounds = 0;
+  int64_t total = 0;
+  for (const PlannedBenchmark& planned : plan.benchmarks) {
+    run.benchmarks.push_back(describe(planned));
+    rounds = std::max(rounds, planned.scenario.performance->repetitions);
+    total += planned.scenario.performance->repetitions;
+  }
+  const size_t count = plan.benchmarks.size();
+  int64_t done = 0;
+  for (int64_t round = 0; round < rounds; ++round) {
+    for (size_t k = 0; k < count; ++k) {
+      // Rotating the order: no benchmark always runs first (a cold cache) or last.
+      const size_t index = (k + static_cast<size_t>(round)) % count;
+      const PlannedBenchmark& planned = plan.benchmarks[index];
+      if (round >= planned.scenario.performance->repetitions) continue;
+      PerfRepetition repetition;
+      try {
+        const double calibration = time_calibration_kernel(planned.plan.device);
+        repetition = measure_one(planned, options.planted_slowdown);
+        repetition.calibration_seconds = calibration;
+      } catch (const c10::Error& error) {
+        throw std::runtime_error(planned.scenario.file + ": training failed: " +
+                                 error.what_without_backtrace());
+      } catch (const std::exception& error) {
+        throw std::runtime_error(planned.scenario.file + ": training failed: " + error.what());
+      }
+      run.benchmarks[index].repetitions.push_back(repetition);
+      ++done;
+      if (options.progress) {
+        char line[64];
+        std::snprintf(line, sizeof line, ": %.3f ms/step", repetition.step_seconds * 1e3);
+        options.progress("[" + std::to_string(done) + "/" + std::to_string(total) + "] " +
+                         planned.name + line);
+      }
+    }
+  }
+  run.scaling = fit_scaling(plan, run);
+  run.targets = check_targets(plan, run);
+  return run;
+}
+
+std::vector<ScalingFitResult> fit_scaling(const PerfPlan& plan, const PerfRun& run) {
+  // The points of each swept scenario, in the order measured.
+  std::map<std::string, std::vector<size_t>> sweeps;
+  std::vector<std::string> order;
+  for (size_t i = 0; i < run.benchmarks.size(); ++i) {
+    const std::string& scenario = run.benchmarks[i].sweep_of;
+    if (scenario.empty()) continue;
+    if (!sweeps.count(scenario)) order.push_back(scenario);
+    sweeps[scenario].push_back(i);
+  }
+  std::vector<ScalingFitResult> fits;
+  for (const std::string& scenario : order) {
+    const std::vector<size_t>& points = sweeps[scenario];
+    const ScalingSpec& spec = *plan.benchmarks[points.front()].scenario.performance->scaling;
+    std::vector<PerfFigure> figures = {PerfFigure::step_time, PerfFigure::peak_tensor_bytes};
+    for (const ExponentExpectation& expected : spec.expect) {
+      if (std::find(figures.begin(), figures.end(), expected.figure) == figures.end()) {
+        figures.push_back(expected.figure);
+      }
+    }
+    for (PerfFigure figure : figures) {
+      std::vector<double> x;
+      std::vector<double> y;
+      for (size_t index : points) {
+        const std::vector<double> values = figure_values(run.benchmarks[index], figure);
+        if (values.empty()) continue;
+        x.push_back(run.benchmarks[index].sweep_value);
+        y.push_back(median_of(values));
+      }
+      ScalingFitResult fit;
+      fit.scenario = scenario;
+      fit.pointer = spec.pointer;
+      fit.figure = figure;
+      for (const ExponentExpectation& expected : spec.expect) {
+        if (expected.figure == figure) fit.expected = expected;
+      }
+      if (x.size() < 2) continue;  // the figure does not apply on this device
+      try {
+        const PowerLawFit power = fit_power_law(x, y);
+        fit.exponent = power.exponent;
+        fit.r_squared = power.r_squared;
+      } catch (const std::invalid_argument& error) {
+        throw std::runtime_error(scenario + ": cannot fit " + perf_figure_name(figure) +
+                                 " against " + spec.pointer + ": " + error.what());
+      }
+      fits.push_back(fit);
+    }
+  }
+  return fits;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,23 @@
+// The performance history page: for every benchmark, each judged figure drawn over the commits
+// of a machine's history (the median and the range of its repetitions), with the change points
+// marked where a level shift is significant and at least the minimum effect. One self-contained
+// HTML file, charts as inline SVG: it opens from a CI artifact store without a server.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/perf/perf_run.h"
+
+namespace trainrepro {
+
+struct PerfHistoryInput {
+  std::vector<PerfRun> runs;  // in time order (context.date)
+  std::vector<std::string> files;
+  std::vector<std::string> unreadable;  // "FILE: why", listed on the page
+  double alpha = 0.01;
+  double min_effect = 0.05;
+};
+
+std::string perf_history_page(const PerfHistoryInput& input);
+
+}  // namespace trainrepro

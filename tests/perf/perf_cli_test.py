@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""End-to-end checks of `trainrepro perf run / compare / history` with the real binary: the
+Google Benchmark JSON it writes, a run compared with itself, a planted regression confirmed by the
+interleaved rerun (exit 4), a build that is gone (exit 3), bad files and bad scenarios (exit 2 with
+file and JSON pointer), a missed scaling expectation (exit 1), and the history page's change point.
+Usage: perf_cli_test.py TRAINREPRO (run from the repository root)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+BINARY = os.path.abspath(sys.argv[1])
+MLP = "scenarios/perf/mlp-adamw-gas4.json"
+GAS_SWEEP = "scenarios/perf/mlp-gas-sweep.json"
+failures = []
+
+
+def run(*arguments, expect_exit, output_regex, allowed_exits=None):
+    completed = subprocess.run([BINARY, *arguments], capture_output=True, text=True, timeout=600)
+    output = completed.stdout + completed.stderr
+    what = " ".join(arguments)
+    if completed.returncode not in (allowed_exits or [expect_exit]):
+        failures.append(f"{what}: exit {completed.returncode}, expected {expect_exit}\n{output}")
+    elif not re.search(output_regex, output, re.DOTALL):
+        failures.append(f"{what}: output does not match {output_regex!r}\n{output}")
+    return output
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="trainrepro-perf-test-")
+    try:
+        baseline = os.path.join(work, "history", "baseline.json")
+        run("perf", "run", MLP, "--repetitions", "5", "--out", baseline, "--machine", "ci",
+            expect_exit=0, output_regex=r"perf-mlp-adamw-gas4 +[0-9.]+ ms/step.*wrote ")
+        document = json.load(open(baseline))
+        # Google Benchmark's format: context, iteration entries, then aggregates.
+        iterations = [b for b in document["benchmarks"] if b["run_type"] == "iteration"]
+        aggregates = {b["aggregate_name"]: b for b in document["benchmarks"]
+                      if b["run_type"] == "aggregate"}
+        check(len(iterations) == 5, f"expected 5 repetitions, found {len(iterations)}")
+        check(all(b["name"] == "perf-mlp-adamw-gas4" and b["time_unit"] == "ms" and
+                  b["real_time"] > 0 and b["cpu_time"] > 0 and b["iterations"] == 40 and
+                  b["calibration_time"] > 0 and b["peak_tensor_bytes"] > 0 for b in iterations),
+              f"iteration entries lack Google Benchmark's or trainrepro's fields: {iterations[0]}")
+        check([b["repetition_index"] for b in iterations] == [0, 1, 2, 3, 4], "repetition_index")
+        check(set(aggregates) == {"mean", "median", "stddev", "cv"}, f"aggregates {aggregates}")
+        context = document["context"]
+        check(os.path.samefile(context["executable"], BINARY), "context.executable")
+        check(context["trainrepro"]["machine"] == "ci", "context.trainrepro.machine")
+        check(re.fullmatch(r"[0-9a-f]{64}", context["trainrepro"]["executable_sha256"]) is not None,
+              "context.trainrepro.executable_sha256")
+
+        # Four repetitions a side can never reach p < 0.01 (the smallest two-sided p is 2/70):
+        # said, not silently "unchanged".
+        few = os.path.join(work, "few.json")
+        run("perf", "run", MLP, "--repetitions", "4", "--out", few, expect_exit=0,
+            output_regex="wrote")
+        run("perf", "compare", few, few, expect_exit=0,
+            output_regex=r"perf-mlp-adamw-gas4: 4 and 4 repetitions can never reach p < 0\.01 "
+                         r"\(the smallest possible p is 0\.029\)")
+
+        # The same run against itself: nothing changed, nothing called.
+        run("perf", "compare", baseline, baseline, expect_exit=0,
+            output_regex=r"machine noise: calibration kernel varies by .*no regression")
+
+        # A planted regression (every step stretched by 200 %): suspected, then confirmed by
+        # rerunning both builds (the plant is recorded in the run and repeated).
+        slow = os.path.join(work, "history", "slow.json")
+        run("perf", "run", MLP, "--repetitions", "5", "--out", slow, "--plant-slowdown", "2.0",
+            expect_exit=0, output_regex=r"wrote ")
+        run("perf", "compare", baseline, slow, "--confirm-rounds", "3",
+            "--confirm-repetitions", "3", expect_exit=4,
+            output_regex=r"perf-mlp-adamw-gas4 +step_time .*REGRESSION.*suspected regression.*"
+                         r"interleaved rerun.*CONFIRMED regression: perf-mlp-adamw-gas4 step_time"
+                         r".*confirmed regression")
+        # Improvements are not regressions.
+        run("perf", "compare", slow, baseline, "--no-confirm", expect_exit=0,
+            output_regex=r"improvement.*no regression")
+
+        # The baseline's build is gone: the suspicion cannot be confirmed (exit 3, saying why).
+        gone = json.load(open(baseline))
+        gone["context"]["executable"] = os.path.join(work, "deleted-trainrepro")
+        gone_file = os.path.join(work, "gone.json")
+        json.dump(gone, open(gone_file, "w"))
+        run("perf", "compare", gone_file, slow, expect_exit=3,
+            output_regex=r"cannot confirm: the baseline build .*deleted-trainrepro is gone")
+
+        # Bad files: named with the JSON pointer of what is wrong.
+        broken = json.load(open(baseline))
+        broken["benchmarks"][1]["real_time"] = "fast"
+        broken_file = os.path.join(work, "broken.json")
+        json.dump(broken, open(broken_file, "w"))
+        run("perf", "compare", broken_file, baseline, expect_exit=2,
+            output_regex=r"broken\.json:/benchmarks/1/real_time: expected a number, found the "
+                         r"string \"fast\"")
+        not_json = os.path.join(work, "notes.json")
+        open(not_json, "w").write("{ not json")
+        run("perf", "compare", baseline, not_json, expect_exit=2,
+            output_regex=r"notes\.json: not JSON")
+
+        # History: two runs at the old level, then the slow one: a change point at the last.
+        history = os.path.join(work, "history")
+        second = os.path.join(history, "second.json")
+        run("perf", "run", MLP, "--repetitions", "5", "--out", second, expect_exit=0,
+            output_regex="wrote")
+        dated = json.load(open(slow))
+        dated["context"]["date"] = "9999-12-31T00:00:00Z"  # newest
+        json.dump(dated, open(slow, "w"))
+        page = os.path.join(work, "history.html")
+        run("perf", "history", history, "-o", page, expect_exit=0, output_regex=r"3 runs")
+        html = open(page).read()
+        check("<svg" in html and "perf-mlp-adamw-gas4" in html, "history page lacks its chart")
+        check('class="change"' in html, "history page marks no change point at the slow run")
+
+        # Scenarios: a missed scaling expectation is exit 1; a typo is exit 2 at its pointer.
+        sweep = json.load(open(GAS_SWEEP))
+        sweep["performance"]["scaling"]["expect"]["step_time"] = [2.0, 3.0]
+        sweep["performance"]["repetitions"] = 2
+        sweep_file = os.path.join(work, "sweep.json")
+        json.dump(sweep, open(sweep_file, "w"))
+        run("perf", "run", sweep_file, expect_exit=1,
+            output_regex=r"scaling perf-mlp-gas-sweep: step_time grows as "
+                         r"/deepspeed/gradient_accumulation_steps\^[0-9.]+ .*expected 2\.00 to "
+                         r"3\.00: MISSED")
+        typo = json.load(open(MLP))
+        typo["performance"]["measure"] = ["step_tme"]
+        typo_file = os.path.join(work, "typo.json")
+        json.dump(typo, open(typo_file, "w"))
+        run("perf", "run", typo_file, expect_exit=2,
+            output_regex=r"typo\.json:/performance/measure/0: expected one of \"step_time\".*"
+                         r"found \"step_tme\"")
+        missing = json.load(open(GAS_SWEEP))
+        missing["performance"]["scaling"]["pointer"] = "/model/options/layerz"
+        missing_file = os.path.join(work, "missing.json")
+        json.dump(missing, open(missing_file, "w"))
+        run("perf", "run", missing_file, expect_exit=2,
+            output_regex=r"missing\.json:/performance/scaling/pointer: expected the JSON pointer "
+                         r"of a number .*\"/model/options/layerz\" names nothing")
+        # The harness's overhead loops: the engine against the hand-written loop (a target ratio,
+        # met or missed by this machine's noise: exit 0 or 1, never asserted), and the Python twin.
+        run("perf", "run", "scenarios/perf", "--filter", "gas4-(engine|hand-written|python-eager)$",
+            "--repetitions", "2", expect_exit=0, allowed_exits=[0, 1],
+            output_regex=r"perf-mlp-adamw-gas4-python-eager +[0-9.]+ ms/step.*"
+                         r"target perf-mlp-adamw-gas4-engine / perf-mlp-adamw-gas4-hand-written "
+                         r"= [0-9.]+ \(at most 1\.050\): (met|MISSED)")
+        eager = json.load(open("scenarios/perf/gpt-adamw-zero1.json"))
+        eager["performance"]["loop"] = "python_eager"
+        eager_file = os.path.join(work, "eager.json")
+        json.dump(eager, open(eager_file, "w"))
+        run("perf", "run", eager_file, expect_exit=2,
+            output_regex=r"eager\.json:/performance/loop: the Python eager loop is written for "
+                         r"the \"mlp\" model only")
+        probes = json.load(open("scenarios/perf/mlp-adamw-gas4-engine.json"))
+        probes["performance"]["measure"] = ["step_time", "peak_tensor_bytes"]
+        probes_file = os.path.join(work, "probes.json")
+        json.dump(probes, open(probes_file, "w"))
+        run("perf", "run", probes_file, expect_exit=2,
+            output_regex=r"probes\.json:/performance/measure: \"peak_tensor_bytes\" is measured "
+                         r"by the harness's loop only")
+        run("perf", "run", "scenarios/accumulation", expect_exit=2,
+            output_regex=r"nothing to measure: no scenario with a \"performance\" section")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    for failure in failures:
+        print("FAILED:", failure, "\n")
+    print(f"{len(failures)} failure(s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
