@@ -71,7 +71,7 @@ struct PerfCompareArgs {
   double min_effect = 0.05;
   bool confirm = true;
   int confirm_rounds = 3;
-  int confirm_repetitions = 3;
+  int confirm_repetitions = 5;
   std::string baseline_build;
   std::string current_build;
 };

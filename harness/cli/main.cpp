@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
                            "A/B pairs of the confirmation (default 3)")
       ->check(CLI::Range(1, 100));
   perf_compare->add_option("--confirm-repetitions", compare_args.confirm_repetitions,
-                           "repetitions per build and round (default 3)")
+                           "repetitions per build and round (default 5)")
       ->check(CLI::Range(2, 1000));
   perf_compare->add_option("--baseline-build", compare_args.baseline_build,
                            "the trainrepro that measured BASELINE (default: as recorded in it)");

@@ -72,14 +72,16 @@ int run_perf_compare(const PerfCompareArgs& args) {
   std::cout << "baseline " << args.baseline << " (" << baseline.context.commit << ", "
             << baseline.context.date << ")\ncurrent  " << args.current << " ("
             << current.context.commit << ", " << current.context.date << ")\n";
-  std::printf("machine noise: calibration kernel varies by %.1f %% (baseline) and %.1f %% "
-              "(current) between repetitions; a regression is called when p < %g and the change "
-              "is at least %.1f %%\n",
-              comparison.baseline_noise * 100.0, comparison.current_noise * 100.0, args.alpha,
-              args.min_effect * 100.0);
-  if (std::max(comparison.baseline_noise, comparison.current_noise) > args.min_effect) {
-    std::cout << "warning: the machine was noisier than the minimum effect; small regressions "
-                 "may go undetected\n";
+  std::printf("machine noise: the calibration varies by %.1f %% (baseline) and %.1f %% (current) "
+              "between repetitions; the judged step time (step / calibration) by %.1f %% and "
+              "%.1f %%; a regression is called when p < %g and the change is at least %.1f %%\n",
+              comparison.baseline_noise * 100.0, comparison.current_noise * 100.0,
+              comparison.baseline_judged_noise * 100.0, comparison.current_judged_noise * 100.0,
+              args.alpha, args.min_effect * 100.0);
+  if (std::max(comparison.baseline_judged_noise, comparison.current_judged_noise) >
+      args.min_effect) {
+    std::cout << "warning: the judged step time varied more than the minimum effect between "
+                 "repetitions; regressions near the minimum may go undetected\n";
   }
   for (const std::string& name : comparison.only_in_baseline) {
     std::cout << "only in the baseline (not compared): " << name << "\n";

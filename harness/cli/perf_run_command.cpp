@@ -76,14 +76,11 @@ void print_benchmark(const PerfBenchmark& benchmark) {
 
 int run_perf_run(const PerfRunArgs& args) {
   std::optional<std::regex> filter;
-  if (!args.filter.empty()) {
-    try {
-      filter.emplace(args.filter, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      std::cerr << "--filter \"" << args.filter
-                << "\": not a valid regular expression: " << error.what() << "\n";
-      return kExitBadInput;
-    }
+  try {
+    filter = compile_scenario_filter(args.filter);
+  } catch (const std::invalid_argument& error) {
+    std::cerr << error.what() << "\n";
+    return kExitBadInput;
   }
   const DiscoveredScenarios discovered = discover_scenarios(args.paths);
   for (const std::string& note : discovered.notes) std::cerr << note << "\n";

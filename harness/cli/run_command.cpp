@@ -30,14 +30,11 @@ bool matches(const std::optional<std::regex>& filter, const std::string& text) {
 int run_scenarios(const RunArgs& args) {
   const auto start = std::chrono::steady_clock::now();
   std::optional<std::regex> filter;
-  if (!args.filter.empty()) {
-    try {
-      filter.emplace(args.filter, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      std::cerr << "--filter \"" << args.filter
-                << "\": not a valid regular expression: " << error.what() << "\n";
-      return kExitBadInput;
-    }
+  try {
+    filter = compile_scenario_filter(args.filter);
+  } catch (const std::invalid_argument& error) {
+    std::cerr << error.what() << "\n";
+    return kExitBadInput;
   }
 
   const DiscoveredScenarios discovered = discover_scenarios(args.paths);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 
 #include "harness/json/printable.h"
 
@@ -80,6 +81,16 @@ DiscoveredScenarios discover_scenarios(const std::vector<std::string>& paths) {
   }
   found.files = std::move(unique);
   return found;
+}
+
+std::optional<std::regex> compile_scenario_filter(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  try {
+    return std::regex(text, std::regex::ECMAScript);
+  } catch (const std::regex_error& error) {
+    throw std::invalid_argument("--filter \"" + text +
+                                "\": not a valid regular expression: " + error.what());
+  }
 }
 
 }  // namespace trainrepro

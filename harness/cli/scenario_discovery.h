@@ -4,6 +4,8 @@
 // symlink loop, a dangling link, an unreadable folder) is that entry's error alone: the others
 // still run.
 #pragma once
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -21,5 +23,10 @@ struct DiscoveredScenarios {
 };
 
 DiscoveredScenarios discover_scenarios(const std::vector<std::string>& paths);
+
+// `--filter`, an ECMAScript regular expression on a scenario's name or file; nothing when the
+// text is empty. Throws std::invalid_argument "--filter \"(\": not a valid regular expression:
+// …" for one that does not compile.
+std::optional<std::regex> compile_scenario_filter(const std::string& text);
 
 }  // namespace trainrepro

@@ -44,6 +44,9 @@ struct OptimizerStepRecord {
   // update, before what the loop does between steps); on CUDA after a device synchronisation.
   double wall_seconds = 0.0;
   double cpu_seconds = 0.0;
+  // When the next step's time starts: after LoopOptions::between_steps, if any.
+  double resumed_wall_seconds = 0.0;
+  double resumed_cpu_seconds = 0.0;
 };
 
 struct MemorySnapshot {

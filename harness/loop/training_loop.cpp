@@ -97,7 +97,8 @@ class TrainingLoop {
         source_(data),
         samples_{plan.batch.micro_batch_per_gpu, ranks_},
         memory_snapshots_(options.memory_snapshots),
-        planted_step_slowdown_(options.planted_step_slowdown) {
+        planted_step_slowdown_(options.planted_step_slowdown),
+        between_steps_(options.between_steps) {
     model_->set_activation_checkpointing(loop.activation_checkpointing);
     if (loop.evaluation) {
       evaluation_.emplace(*loop.evaluation, *model_, source_, samples_, dtype_, device_);
@@ -236,7 +237,7 @@ class TrainingLoop {
   void stamp_step_boundary(OptimizerStepRecord& record) {
     if (plan_.device == Device::cuda) synchronize_cuda();
     const size_t count = trace_.steps.size();
-    const double previous = count > 1 ? trace_.steps[count - 2].wall_seconds : 0.0;
+    const double previous = count > 1 ? trace_.steps[count - 2].resumed_wall_seconds : 0.0;
     double now = seconds_since_start();
     if (planted_step_slowdown_ > 0.0) {
       const double until = now + planted_step_slowdown_ * (now - previous);
@@ -244,6 +245,10 @@ class TrainingLoop {
     }
     record.wall_seconds = now;
     record.cpu_seconds = process_cpu_seconds() - cpu_start_;
+    if (between_steps_) between_steps_();
+    record.resumed_wall_seconds = between_steps_ ? seconds_since_start() : record.wall_seconds;
+    record.resumed_cpu_seconds =
+        between_steps_ ? process_cpu_seconds() - cpu_start_ : record.cpu_seconds;
   }
 
   double seconds_since_start() const {
@@ -302,6 +307,7 @@ class TrainingLoop {
   double window_items_ = 0.0;
   const bool memory_snapshots_;
   const double planted_step_slowdown_;
+  const std::function<void()> between_steps_;
   std::chrono::steady_clock::time_point start_;
   double cpu_start_ = 0.0;
 };

@@ -2,6 +2,8 @@
 // default, or with the habits that break accumulation (zeroing inside the window, scaling the
 // loss twice, stepping the optimizer around the engine, per-micro-batch token averages).
 #pragma once
+#include <functional>
+
 #include "harness/distributed/communicator.h"
 #include "harness/loop/sample_assignment.h"
 #include "harness/loop/trace.h"
@@ -23,6 +25,9 @@ struct LoopOptions {
   // `perf run --plant-slowdown`: each optimizer step is stretched by this fraction of its own
   // time (a busy wait at the boundary), a regression of known size for proving `perf compare`.
   double planted_step_slowdown = 0.0;
+  // Called at every optimizer step's boundary, after its time is taken and outside any step's
+  // time (`perf run` times a calibration chunk there, paired with the step before it).
+  std::function<void()> between_steps;
 };
 
 Trace run_training_loop(const ModelSpec& model, const DataSpec& data, const LoopSpec& loop,

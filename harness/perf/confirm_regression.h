@@ -12,7 +12,7 @@ namespace trainrepro {
 
 struct ConfirmationOptions {
   int rounds = 3;           // A/B pairs
-  int repetitions = 3;      // per build and round
+  int repetitions = 5;      // per build and round
   std::string baseline_build;  // override the executables the contexts name
   std::string current_build;
   std::function<void(const std::string&)> progress;

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "harness/loop/training_loop.h"
+#include "harness/perf/calibration_kernel.h"
 #include "harness/perf/gpu_peak_flops.h"
 #include "harness/perf/mann_whitney.h"
 #include "models/model_size.h"
@@ -31,6 +32,11 @@ PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
   LoopOptions options;
   options.memory_snapshots = false;
   options.planted_step_slowdown = planted_slowdown;
+  // A calibration chunk after every step, outside the steps' times: step i is judged against
+  // the chunk timed right after it (calibration_kernel.h).
+  CalibrationChunk chunk(plan.device);
+  std::vector<double> chunk_times;
+  options.between_steps = [&] { chunk_times.push_back(chunk.time()); };
   const Trace trace =
       run_training_loop(scenario.model, scenario.data, loop, plan, options);
   if (static_cast<int64_t>(trace.steps.size()) < loop.steps) {
@@ -43,19 +49,26 @@ PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
   const OptimizerStepRecord* before =
       spec.warmup_steps > 0 ? &trace.steps[static_cast<size_t>(spec.warmup_steps - 1)] : nullptr;
   const OptimizerStepRecord& last = trace.steps.back();
-  const double cpu = last.cpu_seconds - (before ? before->cpu_seconds : 0.0);
   const auto measured = static_cast<double>(spec.measured_steps);
-  // Each measured step's own time; the repetition's figure is their median: a burst of a
-  // neighbour's load on a shared machine lengthens a few steps, a regression every one of them.
+  // Each measured step's own time, from the previous step's end (after its calibration chunk)
+  // to its own; the repetition's figure is their median: a burst of a neighbour's load on a
+  // shared machine lengthens a few steps, a regression every one of them.
   std::vector<double> step_times;
+  std::vector<double> paired_ratios;
+  double cpu = 0.0;
   for (size_t i = static_cast<size_t>(spec.warmup_steps); i < trace.steps.size(); ++i) {
+    const OptimizerStepRecord* previous = i > 0 ? &trace.steps[i - 1] : nullptr;
     step_times.push_back(trace.steps[i].wall_seconds -
-                         (i > 0 ? trace.steps[i - 1].wall_seconds : 0.0));
+                         (previous ? previous->resumed_wall_seconds : 0.0));
+    cpu += trace.steps[i].cpu_seconds - (previous ? previous->resumed_cpu_seconds : 0.0);
+    paired_ratios.push_back(step_times.back() / chunk_times.at(i));
   }
 
   PerfRepetition repetition;
   repetition.step_seconds = median_of(step_times);
   repetition.cpu_step_seconds = cpu / measured;
+  // Stored so that step / calibration is the median of the paired ratios (perf_run.h).
+  repetition.calibration_seconds = repetition.step_seconds / median_of(paired_ratios);
   // Micro-batches run in the measured steps (a loop stepping once per window runs more of them
   // per optimizer step), and the target tokens in them; rates are per median step.
   const int64_t first_micro = before ? before->micro_step : 0;

@@ -41,20 +41,40 @@ FigureComparison compare_values(const std::string& benchmark, const std::string&
 
 }  // namespace
 
+namespace {
+
+double coefficient_of_variation(const std::vector<double>& values) {
+  if (values.size() < 2) return 0.0;
+  double mean = 0.0;
+  for (double value : values) mean += value;
+  mean /= static_cast<double>(values.size());
+  double variance = 0.0;
+  for (double value : values) variance += (value - mean) * (value - mean);
+  return std::sqrt(variance / static_cast<double>(values.size() - 1)) / mean;
+}
+
+}  // namespace
+
 double calibration_noise(const PerfRun& run) {
-  std::vector<double> times;
+  std::vector<double> variations;
   for (const PerfBenchmark& benchmark : run.benchmarks) {
+    std::vector<double> times;
     for (const PerfRepetition& repetition : benchmark.repetitions) {
       times.push_back(repetition.calibration_seconds);
     }
+    if (times.size() > 1) variations.push_back(coefficient_of_variation(times));
   }
-  if (times.size() < 2) return 0.0;
-  double mean = 0.0;
-  for (double time : times) mean += time;
-  mean /= static_cast<double>(times.size());
-  double variance = 0.0;
-  for (double time : times) variance += (time - mean) * (time - mean);
-  return std::sqrt(variance / static_cast<double>(times.size() - 1)) / mean;
+  return variations.empty() ? 0.0 : median_of(variations);
+}
+
+double judged_step_noise(const PerfRun& run) {
+  std::vector<double> variations;
+  for (const PerfBenchmark& benchmark : run.benchmarks) {
+    if (benchmark.repetitions.size() > 1) {
+      variations.push_back(coefficient_of_variation(normalised_step_times(benchmark)));
+    }
+  }
+  return variations.empty() ? 0.0 : median_of(variations);
 }
 
 PerfComparison compare_perf_runs(const PerfRun& baseline, const PerfRun& current,
@@ -62,6 +82,8 @@ PerfComparison compare_perf_runs(const PerfRun& baseline, const PerfRun& current
   PerfComparison comparison;
   comparison.baseline_noise = calibration_noise(baseline);
   comparison.current_noise = calibration_noise(current);
+  comparison.baseline_judged_noise = judged_step_noise(baseline);
+  comparison.current_judged_noise = judged_step_noise(current);
   std::map<std::string, const PerfBenchmark*> in_current;
   for (const PerfBenchmark& benchmark : current.benchmarks) in_current[benchmark.name] = &benchmark;
   std::map<std::string, bool> seen;

@@ -36,9 +36,14 @@ struct PerfComparison {
   std::vector<FigureComparison> rows;
   std::vector<std::string> only_in_baseline;
   std::vector<std::string> only_in_current;
-  // The machine's noise in each run: the coefficient of variation of its calibration kernel.
+  // The machine's noise in each run: the coefficient of variation of its calibration (how much
+  // the machine's speed moved between repetitions)...
   double baseline_noise = 0.0;
   double current_noise = 0.0;
+  // ...and what is left of it in the judged step time (step / calibration): the median over
+  // benchmarks of its coefficient of variation. Regressions well above this are detectable.
+  double baseline_judged_noise = 0.0;
+  double current_judged_noise = 0.0;
 };
 
 PerfComparison compare_perf_runs(const PerfRun& baseline, const PerfRun& current,
@@ -46,6 +51,7 @@ PerfComparison compare_perf_runs(const PerfRun& baseline, const PerfRun& current
 
 // The coefficient of variation (stddev / mean) of every calibration time in the run.
 double calibration_noise(const PerfRun& run);
+double judged_step_noise(const PerfRun& run);
 
 const char* change_call_name(ChangeCall call);
 

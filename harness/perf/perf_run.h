@@ -19,9 +19,11 @@ struct PerfRepetition {
   // step slower) does.
   double step_seconds = 0.0;
   double cpu_step_seconds = 0.0;  // process CPU time per measured step (every thread)
-  // The calibration kernel's time, measured just before this repetition on the same device: the
-  // machine's speed at that moment. step_seconds / calibration_seconds is the step in units of
-  // that fixed work, what `perf compare` judges, so a slower or busier machine cancels out.
+  // The machine's speed beside the step, as the time of a fixed calibration work: a chunk of it
+  // is timed right after every measured step, and this is step_seconds over the median of the
+  // paired ratios step / chunk, so that step_seconds / calibration_seconds is that median: the
+  // step in units of work done at the same moment, what `perf compare` judges (a neighbour's
+  // load slows both). For the Python loop (another process), the whole kernel just before it.
   double calibration_seconds = 0.0;
   double samples_per_second = 0.0;
   std::optional<double> tokens_per_second;

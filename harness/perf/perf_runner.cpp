@@ -40,6 +40,14 @@ PerfBenchmark describe(const PlannedBenchmark& planned) {
   return benchmark;
 }
 
+// The median time of a calibration chunk, over several timed in a row.
+double time_calibration_chunks(Device device) {
+  CalibrationChunk chunk(device);
+  std::vector<double> times;
+  for (int i = 0; i < 15; ++i) times.push_back(chunk.time());
+  return median_of(times);
+}
+
 // One repetition of the benchmark's loop.
 PerfRepetition measure_one(const PlannedBenchmark& planned, double planted_slowdown) {
   switch (planned.scenario.performance->loop) {
@@ -92,9 +100,13 @@ PerfRun measure_perf_plan(const PerfPlan& plan, const PerfRunnerOptions& options
       if (round >= planned.scenario.performance->repetitions) continue;
       PerfRepetition repetition;
       try {
-        const double calibration = time_calibration_kernel(planned.plan.device);
+        // The Python loop runs in another process: its calibration is the median of chunks
+        // timed just before it, in the same units as the others', which pair a chunk with
+        // every step themselves.
+        const bool python = planned.scenario.performance->loop == PerfLoop::python_eager;
+        const double calibration = python ? time_calibration_chunks(planned.plan.device) : 0.0;
         repetition = measure_one(planned, options.planted_slowdown);
-        repetition.calibration_seconds = calibration;
+        if (python) repetition.calibration_seconds = calibration;
       } catch (const c10::Error& error) {
         throw std::runtime_error(planned.scenario.file + ": training failed: " +
                                  error.what_without_backtrace());

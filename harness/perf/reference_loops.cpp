@@ -10,6 +10,7 @@
 #include "harness/engine/runtime_info.h"
 #include "harness/memory/counting_cpu_allocator.h"
 #include "harness/memory/memory_probe.h"
+#include "harness/perf/calibration_kernel.h"
 #include "harness/perf/mann_whitney.h"
 #include "models/sample_source.h"
 #include "models/zoo_model.h"
@@ -74,23 +75,29 @@ PerfRepetition measure_reference_loop(const Scenario& scenario, const Plan& plan
     }
   };
   for (int64_t step = 0; step < spec.warmup_steps; ++step) one_step();
-  // Each step timed on its own; the figure is their median (measure_repetition.cpp says why).
+  // Each step timed on its own, a calibration chunk after it (measure_repetition.cpp says why);
+  // the figure is their median.
+  CalibrationChunk chunk(plan.device);
   std::vector<double> step_times;
-  const double cpu_start = process_cpu_seconds();
+  std::vector<double> paired_ratios;
+  double cpu = 0.0;
   for (int64_t step = 0; step < spec.measured_steps; ++step) {
     if (plan.device == Device::cuda) synchronize_cuda();
+    const double cpu_start = process_cpu_seconds();
     const auto start = std::chrono::steady_clock::now();
     one_step();
     if (plan.device == Device::cuda) synchronize_cuda();
     step_times.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    cpu += process_cpu_seconds() - cpu_start;
+    paired_ratios.push_back(step_times.back() / chunk.time());
   }
-  const double cpu = process_cpu_seconds() - cpu_start;
 
   PerfRepetition repetition;
   const auto steps = static_cast<double>(spec.measured_steps);
   repetition.step_seconds = median_of(step_times);
   repetition.cpu_step_seconds = cpu / steps;
+  repetition.calibration_seconds = repetition.step_seconds / median_of(paired_ratios);
   repetition.samples_per_second = static_cast<double>(gas * micro) / repetition.step_seconds;
   if (std::holds_alternative<TokenSequenceData>(scenario.data.options)) {
     repetition.tokens_per_second = static_cast<double>(tokens_per_step) / repetition.step_seconds;

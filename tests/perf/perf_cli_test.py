@@ -69,7 +69,7 @@ def main():
 
         # The same run against itself: nothing changed, nothing called.
         run("perf", "compare", baseline, baseline, expect_exit=0,
-            output_regex=r"machine noise: calibration kernel varies by .*no regression")
+            output_regex=r"machine noise: the calibration varies by [0-9.]+ %.*judged step time .* by [0-9.]+ % and .*no regression")
 
         # A planted regression (every step stretched by 200 %): suspected, then confirmed by
         # rerunning both builds (the plant is recorded in the run and repeated).
