@@ -41,7 +41,8 @@ struct OptimizerStepRecord {
   // alive on the run's device after this step: not the user's, not the engine's.
   int64_t harness_tensor_bytes = 0;
   // Wall-clock and process CPU seconds from the loop's start to this step's boundary (after the
-  // update, before what the loop does between steps); on CUDA after a device synchronisation.
+  // update, before what the loop does between steps); on CUDA after a device synchronisation
+  // when LoopOptions::time_steps asks for one.
   double wall_seconds = 0.0;
   double cpu_seconds = 0.0;
   // When the next step's time starts: after LoopOptions::between_steps, if any.

@@ -74,7 +74,6 @@ std::shared_ptr<ZooModel> build_model_at_step_zero(const ModelSpec& spec, at::Sc
   return build_model(spec, dtype, device);
 }
 
-
 // One run of the user's loop: the engine, the data, what the loop keeps, and the Trace it fills.
 class TrainingLoop {
  public:
@@ -97,6 +96,7 @@ class TrainingLoop {
         source_(data),
         samples_{plan.batch.micro_batch_per_gpu, ranks_},
         memory_snapshots_(options.memory_snapshots),
+        time_steps_(options.time_steps),
         planted_step_slowdown_(options.planted_step_slowdown),
         between_steps_(options.between_steps) {
     model_->set_activation_checkpointing(loop.activation_checkpointing);
@@ -119,8 +119,7 @@ class TrainingLoop {
   }
 
   Trace run() {
-    const auto start = std::chrono::steady_clock::now();
-    start_ = start;
+    start_ = std::chrono::steady_clock::now();
     cpu_start_ = process_cpu_seconds();
     for (int64_t m = 0; steps_done() < loop_.steps; ++m) {
       if (m >= micro_step_limit_) {
@@ -159,8 +158,7 @@ class TrainingLoop {
     }
     trace_.memory = probe_.take_samples();
     trace_.live_at_end = CountingCpuAllocator::live_allocations();
-    trace_.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    trace_.seconds = seconds_since_start();
     return std::move(trace_);
   }
 
@@ -234,8 +232,9 @@ class TrainingLoop {
 
   // When this step's boundary was reached, stretched first by the planted slowdown (a busy wait,
   // so it costs CPU like real work and suffers the same contention).
+  // Only a timed run waits for the GPU here: `run` would gain a device synchronisation per step.
   void stamp_step_boundary(OptimizerStepRecord& record) {
-    if (plan_.device == Device::cuda) synchronize_cuda();
+    if (time_steps_ && plan_.device == Device::cuda) synchronize_cuda();
     const size_t count = trace_.steps.size();
     const double previous = count > 1 ? trace_.steps[count - 2].resumed_wall_seconds : 0.0;
     double now = seconds_since_start();
@@ -306,6 +305,7 @@ class TrainingLoop {
   int64_t window_items_seen_ = 0;
   double window_items_ = 0.0;
   const bool memory_snapshots_;
+  const bool time_steps_;
   const double planted_step_slowdown_;
   const std::function<void()> between_steps_;
   std::chrono::steady_clock::time_point start_;

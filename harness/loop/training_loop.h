@@ -22,6 +22,9 @@ struct LoopOptions {
   // PyTorch memory snapshots halfway and at the end (for the report); a performance measurement
   // turns them off, since pickling every live allocation would land inside a measured step.
   bool memory_snapshots = true;
+  // Step times exact to the device: on CUDA each boundary waits for the GPU before its time is
+  // taken (`perf run`). Off, the times are the host's view only.
+  bool time_steps = false;
   // `perf run --plant-slowdown`: each optimizer step is stretched by this fraction of its own
   // time (a busy wait at the boundary), a regression of known size for proving `perf compare`.
   double planted_step_slowdown = 0.0;

@@ -31,6 +31,7 @@ PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
   loop.steps = spec.warmup_steps + spec.measured_steps;
   LoopOptions options;
   options.memory_snapshots = false;
+  options.time_steps = true;
   options.planted_step_slowdown = planted_slowdown;
   // A calibration chunk after every step, outside the steps' times: step i is judged against
   // the chunk timed right after it (calibration_kernel.h).
