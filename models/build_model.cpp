@@ -15,6 +15,7 @@
 #include "models/gpt_model.h"
 #include "models/mlp_model.h"
 #include "models/parameter_names.h"
+#include "models/torchscript_model.h"
 #include "models/zoo_model.h"
 
 namespace trainrepro {
@@ -26,6 +27,9 @@ std::shared_ptr<ZooModel> construct_model(const ModelSpec& spec) {
   }
   if (spec.name == "gpt" && std::holds_alternative<GptOptions>(spec.options)) {
     return std::make_shared<GptModel>(std::get<GptOptions>(spec.options));
+  }
+  if (spec.name == "torchscript" && std::holds_alternative<TorchScriptOptions>(spec.options)) {
+    return make_torchscript_model(std::get<TorchScriptOptions>(spec.options));
   }
   throw std::invalid_argument("unknown model \"" + spec.name +
                               "\", or options that belong to another model");
@@ -58,9 +62,12 @@ std::shared_ptr<ZooModel> build_model(const ModelSpec& spec, at::ScalarType dtyp
                                       at::Device device) {
   std::shared_ptr<ZooModel> model = construct_model(spec);
   model->to(at::kDouble);
-  at::Generator generator =
-      at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(spec.seed));
-  init_parameters(*model, generator);
+  // Your own model's weights are the file's; a zoo model's are drawn from its seed.
+  if (!std::holds_alternative<TorchScriptOptions>(spec.options)) {
+    at::Generator generator =
+        at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(spec.seed));
+    init_parameters(*model, generator);
+  }
   model->to(device, dtype);
   // The user's requires_grad_(False), after the cast as their script does it (to() keeps it).
   for (auto& item : model->named_parameters(/*recurse=*/true)) {

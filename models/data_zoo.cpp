@@ -1,5 +1,7 @@
 #include "models/data_zoo.h"
 
+#include "models/sample_file.h"
+
 namespace trainrepro {
 namespace {
 
@@ -40,6 +42,8 @@ const std::vector<DataEntry>& data_zoo() {
       {"regression", "Gaussian features, targets from a random linear teacher plus noise",
        read_regression},
       {"token_sequences", "variable-length token sequences, right-padded", read_token_sequences},
+      {"safetensors", "your own samples from a safetensors file", read_safetensors_data,
+       /*seeded=*/false},
   };
   return zoo;
 }

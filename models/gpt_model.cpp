@@ -10,6 +10,7 @@
 
 #include <ATen/ATen.h>
 
+#include "models/item_loss.h"
 #include "models/linear_saving_weight.h"
 
 namespace trainrepro {
@@ -109,10 +110,7 @@ at::Tensor GptModel::forward(const at::Tensor& inputs) {
 }
 
 at::Tensor GptModel::loss_sum_of(const at::Tensor& outputs, const Batch& batch) {
-  const at::Tensor log_probs = outputs.log_softmax(/*dim=*/-1);  // (N, S, V)
-  const at::Tensor target_log_probs =
-      log_probs.gather(-1, batch.targets.unsqueeze(-1)).squeeze(-1);  // (N, S)
-  return -target_log_probs.masked_select(batch.mask).sum();
+  return summed_item_loss(outputs, batch);
 }
 
 }  // namespace trainrepro

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/modules/linear.h>
 
+#include "models/item_loss.h"
 #include "models/linear_saving_weight.h"
 
 namespace trainrepro {
@@ -53,10 +54,7 @@ at::Tensor MlpModel::forward(const at::Tensor& inputs) {
 }
 
 at::Tensor MlpModel::loss_sum_of(const at::Tensor& outputs, const Batch& batch) {
-  if (at::isIntegralType(batch.targets.scalar_type(), /*includeBool=*/false)) {
-    return -outputs.log_softmax(/*dim=*/1).gather(1, batch.targets.unsqueeze(1)).sum();
-  }
-  return (outputs - batch.targets).square().mean(/*dim=*/1).sum();
+  return summed_item_loss(outputs, batch);
 }
 
 }  // namespace trainrepro

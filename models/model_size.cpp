@@ -29,7 +29,9 @@ int64_t parameter_count(const ModelOptions& options) {
   return std::visit(
       [](const auto& model) -> int64_t {
         using Options = std::decay_t<decltype(model)>;
-        if constexpr (std::is_same_v<Options, MlpOptions>) {
+        if constexpr (std::is_same_v<Options, TorchScriptOptions>) {
+          return model.parameter_count;
+        } else if constexpr (std::is_same_v<Options, MlpOptions>) {
           int64_t count = 0;  // each Linear: weight and bias
           for (size_t i = 0; i + 1 < model.dims.size(); ++i) {
             count = add(count, multiply_add(model.dims[i], model.dims[i + 1], model.dims[i + 1]));
@@ -48,8 +50,17 @@ int64_t parameter_count(const ModelOptions& options) {
       options);
 }
 
+bool holds_token_data(const DataOptions& data) {
+  if (std::holds_alternative<TokenSequenceData>(data)) return true;
+  const auto* file = std::get_if<SafetensorsData>(&data);
+  return file != nullptr && file->kind == SampleFileKind::tokens;
+}
+
 int64_t tokens_per_sample(const DataOptions& data) {
   if (const auto* tokens = std::get_if<TokenSequenceData>(&data)) return tokens->max_length;
+  if (const auto* file = std::get_if<SafetensorsData>(&data)) {
+    return file->kind == SampleFileKind::tokens ? file->length : 1;
+  }
   return 1;
 }
 
@@ -58,7 +69,11 @@ int64_t activation_elements_per_sample(const ModelOptions& options, const DataOp
   return std::visit(
       [tokens](const auto& model) -> int64_t {
         using Options = std::decay_t<decltype(model)>;
-        if constexpr (std::is_same_v<Options, MlpOptions>) {
+        if constexpr (std::is_same_v<Options, TorchScriptOptions>) {
+          // Unknown without running it: the resource check counts its parameters, optimizer
+          // state and data only (README, "Your own model").
+          return 0;
+        } else if constexpr (std::is_same_v<Options, MlpOptions>) {
           int64_t count = 0;  // each layer's input, pre-activation and output
           for (int64_t width : model.dims) count = add(count, multiply_add(3, width));
           return count;
@@ -83,6 +98,13 @@ int64_t data_elements_per_sample(const DataOptions& data) {
           return add(options.features, 1);
         } else if constexpr (std::is_same_v<Options, RegressionData>) {
           return add(options.features, options.outputs);
+        } else if constexpr (std::is_same_v<Options, SafetensorsData>) {
+          switch (options.kind) {
+            case SampleFileKind::classification: return add(options.features, 1);
+            case SampleFileKind::regression: return add(options.features, options.outputs);
+            case SampleFileKind::tokens: return multiply_add(3, options.length);
+          }
+          return 0;
         } else {
           return multiply_add(3, options.max_length);  // inputs, targets, mask
         }

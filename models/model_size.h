@@ -17,6 +17,9 @@ int64_t parameter_count(const ModelOptions& options);
 // output, attention scores included). Saturates at INT64_MAX.
 int64_t activation_elements_per_sample(const ModelOptions& model, const DataOptions& data);
 
+// Whether samples are token sequences (generated or from a file), whose loss counts tokens.
+bool holds_token_data(const DataOptions& data);
+
 // Tokens one sample holds: its sequence length for token data, 1 for feature data.
 int64_t tokens_per_sample(const DataOptions& data);
 

@@ -1,5 +1,7 @@
 #include "models/model_zoo.h"
 
+#include "models/torchscript_file.h"
+
 namespace trainrepro {
 namespace {
 
@@ -38,6 +40,8 @@ const std::vector<ModelEntry>& model_zoo() {
       {"mlp", "multi-layer perceptron for classification or regression data", read_mlp_options},
       {"gpt", "small GPT-style decoder for token sequences (causal attention, padding mask)",
        read_gpt_options},
+      {"torchscript", "your own module, traced or scripted and saved with torch.jit.save",
+       read_torchscript_options, /*seeded=*/false},
   };
   return zoo;
 }

@@ -29,7 +29,22 @@ struct GptOptions {
   int64_t layers = 2;
 };
 
-using ModelOptions = std::variant<MlpOptions, GptOptions>;
+// Your own model, traced or scripted in Python and saved with torch.jit.save
+// (models/torchscript_file.h): forward(inputs) returns the outputs the data's loss needs. Its
+// weights come from the file; what is known of it is read when the scenario loads.
+struct TorchScriptOptions {
+  std::string file;    // as the scenario writes it
+  std::string path;    // where it was read (relative to the scenario's folder)
+  std::string sha256;  // of the file's bytes: part of the golden's key
+  std::vector<std::string> parameter_names;  // named_parameters() order
+  int64_t parameter_count = 0;
+  // Where the graph converts to a fixed floating dtype (torch.jit.trace records x.to(dtype) and
+  // factory dtypes as constants): "" when nowhere, else a count and the first place. A float64
+  // run of such a model computes those values in the traced dtype.
+  std::string fixed_dtype_conversions;
+};
+
+using ModelOptions = std::variant<MlpOptions, GptOptions, TorchScriptOptions>;
 
 using ModelEntry = ZooEntry<ModelOptions>;
 

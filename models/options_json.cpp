@@ -7,6 +7,9 @@ nlohmann::json model_options_to_json(const ModelOptions& options) {
     return {{"dims", mlp->dims},
             {"activation", spelling_of(mlp->activation, activation_spellings())}};
   }
+  if (const auto* user = std::get_if<TorchScriptOptions>(&options)) {
+    return {{"file", user->file}, {"sha256", user->sha256}};
+  }
   const auto& gpt = std::get<GptOptions>(options);
   return {{"vocab_size", gpt.vocab_size},
           {"max_seq_len", gpt.max_seq_len},
@@ -23,6 +26,9 @@ nlohmann::json data_options_to_json(const DataOptions& options) {
     return {{"features", regression->features},
             {"outputs", regression->outputs},
             {"noise", regression->noise}};
+  }
+  if (const auto* file = std::get_if<SafetensorsData>(&options)) {
+    return {{"file", file->file}, {"sha256", file->sha256}};
   }
   const auto& tokens = std::get<TokenSequenceData>(options);
   return {{"vocab_size", tokens.vocab_size},

@@ -44,7 +44,9 @@ ParameterNaming parameter_naming(const ModelOptions& options) {
       [](const auto& model) -> ParameterNaming {
         using Options = std::decay_t<decltype(model)>;
         ParameterNaming naming;
-        if constexpr (std::is_same_v<Options, MlpOptions>) {
+        if constexpr (std::is_same_v<Options, TorchScriptOptions>) {
+          naming.before = model.parameter_names;  // read from the file when it loaded
+        } else if constexpr (std::is_same_v<Options, MlpOptions>) {
           naming.repeated = "layers";
           naming.repeats = static_cast<int64_t>(model.dims.size()) - 1;
           naming.inside = {"weight", "bias"};

@@ -12,6 +12,8 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "models/sample_file.h"
+
 namespace trainrepro {
 namespace {
 
@@ -34,20 +36,31 @@ at::Generator chunk_generator(int64_t seed, int64_t chunk) {
 const char* generator_name(const ClassificationData&) { return "classification"; }
 const char* generator_name(const RegressionData&) { return "regression"; }
 const char* generator_name(const TokenSequenceData&) { return "token_sequences"; }
+const char* generator_name(const SafetensorsData&) { return "safetensors"; }
+
+// The fixed linear teacher that labels feature data: drawn once per source, not per chunk (at
+// 256 features and outputs it was most of a micro-batch's data cost).
+at::Tensor draw_teacher(const DataOptions& options, int64_t seed) {
+  if (const auto* data = std::get_if<ClassificationData>(&options)) {
+    return at::randn({data->classes, data->features}, teacher_generator(seed), kFloat64);  // (C, F)
+  }
+  if (const auto* data = std::get_if<RegressionData>(&options)) {
+    return at::randn({data->outputs, data->features}, teacher_generator(seed), kFloat64);  // (O, F)
+  }
+  return at::Tensor();
+}
 
 // Each draw_chunk returns kChunkSamples samples in float64 (or int64) on the CPU.
-Batch draw_chunk(const ClassificationData& data, int64_t seed, int64_t chunk) {
-  const at::Tensor teacher =
-      at::randn({data.classes, data.features}, teacher_generator(seed), kFloat64);  // (C, F)
+Batch draw_chunk(const ClassificationData& data, const at::Tensor& teacher, int64_t seed,
+                 int64_t chunk) {
   Batch batch;
   batch.inputs = at::randn({kChunkSamples, data.features}, chunk_generator(seed, chunk), kFloat64);
   batch.targets = batch.inputs.matmul(teacher.t()).argmax(/*dim=*/1);
   return batch;
 }
 
-Batch draw_chunk(const RegressionData& data, int64_t seed, int64_t chunk) {
-  const at::Tensor teacher =
-      at::randn({data.outputs, data.features}, teacher_generator(seed), kFloat64);  // (O, F)
+Batch draw_chunk(const RegressionData& data, const at::Tensor& teacher, int64_t seed,
+                 int64_t chunk) {
   at::Generator generator = chunk_generator(seed, chunk);
   Batch batch;
   batch.inputs = at::randn({kChunkSamples, data.features}, generator, kFloat64);
@@ -57,7 +70,7 @@ Batch draw_chunk(const RegressionData& data, int64_t seed, int64_t chunk) {
   return batch;
 }
 
-Batch draw_chunk(const TokenSequenceData& data, int64_t seed, int64_t chunk) {
+Batch draw_chunk(const TokenSequenceData& data, const at::Tensor&, int64_t seed, int64_t chunk) {
   at::Generator generator = chunk_generator(seed, chunk);
   const int64_t width = data.max_length;
   const at::Tensor lengths =
@@ -74,6 +87,10 @@ Batch draw_chunk(const TokenSequenceData& data, int64_t seed, int64_t chunk) {
   return batch;
 }
 
+Batch draw_chunk(const SafetensorsData&, const at::Tensor&, int64_t, int64_t) {
+  throw std::logic_error("samples from a file are not drawn in chunks");
+}
+
 at::Tensor concat_and_slice(const std::vector<at::Tensor>& parts, int64_t offset, int64_t size) {
   return at::cat(parts).narrow(0, offset, size);
 }
@@ -87,6 +104,7 @@ SampleSource::SampleSource(const DataSpec& spec) : spec_(spec) {
     throw std::invalid_argument("unknown data generator \"" + spec.name +
                                 "\", or options that belong to \"" + expected + "\"");
   }
+  teacher_ = draw_teacher(spec.options, spec.seed);
 }
 
 Batch SampleSource::samples(int64_t begin, int64_t end, at::ScalarType dtype,
@@ -95,13 +113,16 @@ Batch SampleSource::samples(int64_t begin, int64_t end, at::ScalarType dtype,
     throw std::invalid_argument("bad sample range [" + std::to_string(begin) + ", " +
                                 std::to_string(end) + ")");
   }
+  if (const auto* file = std::get_if<SafetensorsData>(&spec_.options)) {
+    return samples_from_file(*file, begin, end, dtype, device);
+  }
   // An empty range still draws one chunk, so its tensors have the right trailing shapes.
   const int64_t first_chunk = begin / kChunkSamples;
   const int64_t last_chunk = std::max(first_chunk, (end - 1) / kChunkSamples);
   std::vector<at::Tensor> inputs, targets, masks;
   for (int64_t chunk = first_chunk; chunk <= last_chunk; ++chunk) {
     const Batch part = std::visit(
-        [&](const auto& data) { return draw_chunk(data, spec_.seed, chunk); }, spec_.options);
+        [&](const auto& data) { return draw_chunk(data, teacher_, spec_.seed, chunk); }, spec_.options);
     inputs.push_back(part.inputs);
     targets.push_back(part.targets);
     if (part.mask.defined()) masks.push_back(part.mask);

@@ -19,6 +19,7 @@ class SampleSource {
 
  private:
   DataSpec spec_;
+  at::Tensor teacher_;  // feature data's linear teacher, drawn once
 };
 
 }  // namespace trainrepro

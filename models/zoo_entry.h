@@ -13,6 +13,9 @@ struct ZooEntry {
   const char* name;
   const char* description;
   Options (*read_options)(ObjectReader& options);
+  // Whether "seed" means anything: not for a user's file (its weights or samples are fixed),
+  // where a seed would be silently ignored, so giving one is an error.
+  bool seeded = true;
 };
 
 template <typename Options>

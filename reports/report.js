@@ -282,7 +282,11 @@
   function overview(body, sc) {
     var s = sc.s;
     if (str(s.description)) body.appendChild(h('p', {cls: 'description', text: str(s.description)}));
+    var ref = s.reference && typeof s.reference === 'object' ? s.reference : null;
+    var refUrl = ref && /^https:\/\//.test(str(ref.url)) ? str(ref.url) : '';
     body.appendChild(kv([
+      ['Reported', refUrl ? h('span', {}, [h('a', {href: refUrl, rel: 'noopener', text: refUrl}),
+        ' (' + str(ref.project) + '; affected ' + str(ref.affected) + '; fixed ' + str(ref.fixed) + ')']) : null],
       ['Expected', str(s.expected)], ['Found', rich(s.found), 'found'],
       ['Diagnosis', str(s.diagnosis) ? rich(s.diagnosis) : null, 'diagnosis'],
       ['Outcome', h('span', {}, [badge(sc.outcome), ' exit code ' + (num(s.exit_code) === null ? '?' : s.exit_code) +

@@ -16,6 +16,25 @@ struct ConfigResolveArgs {
 };
 int run_config_resolve(const ConfigResolveArgs& args);
 
+// `trainrepro new`: a scenario from a user's own ds_config.json (new_scenario_command.cpp).
+struct NewScenarioArgs {
+  std::string ds_config;
+  std::string output;
+  std::string name;               // empty: from the output file's name
+  std::string model_file;         // a TorchScript file; empty: a built-in model
+  std::string data_file;          // a safetensors file of samples; empty: generated data
+  std::string hf_trainer;         // a JSON file of TrainingArguments fields; empty: none
+  std::string deepspeed_version;  // empty: the scenario format's default
+  std::vector<std::string> habits;  // "KEY=VALUE" loop keys
+  int64_t world_size = 1;
+  std::optional<int64_t> intended_batch;  // empty: the batch the config trains with
+  int64_t steps = 4;
+  bool force = false;         // replace an existing output file
+  bool write_golden = true;   // compute the golden once the scenario is written
+  std::string golden_dir = "golden";
+};
+int run_new_scenario(const NewScenarioArgs& args);
+
 struct RunArgs {
   std::vector<std::string> paths;
   std::string golden_dir = "golden";

@@ -15,6 +15,7 @@
 #include "harness/pipeline/resource_check.h"
 #include "harness/pipeline/run_scenario.h"
 #include "harness/scenario/plan.h"
+#include "models/torchscript_model.h"
 #include "harness/verdict/verdict.h"
 
 namespace trainrepro {
@@ -67,7 +68,14 @@ int update_goldens(const std::vector<Scenario>& scenarios, const GoldenArgs& arg
     by_file[golden_file_name(golden_key(scenario))].push_back(&scenario);
   }
   for (const auto& [file, users] : by_file) {
-    const std::string path = write_golden(golden_dir, compute_golden(*users.front()));
+    Golden golden;
+    try {
+      golden = compute_golden(*users.front());
+    } catch (const UserModelError& error) {  // the user's model cannot train on its data
+      std::cerr << users.front()->file << ":/model/options/file: " << error.what() << "\n";
+      return kExitBadInput;
+    }
+    const std::string path = write_golden(golden_dir, golden);
     std::cout << "wrote " << path << " (used by";
     for (const Scenario* user : users) std::cout << " " << user->name;
     std::cout << ")\n";

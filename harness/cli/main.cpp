@@ -52,6 +52,44 @@ int main(int argc, char** argv) {
                       "the DeepSpeed release whose rules apply (default the newest known)");
   resolve->footer(kExitCodes);
 
+  NewScenarioArgs new_args;
+  CLI::App* new_scenario = app.add_subcommand(
+      "new", "Write a scenario from your own DeepSpeed config (kept verbatim), your model and "
+             "samples, your loop's habits and the batch you intend; then its golden");
+  new_scenario->add_option("--ds-config", new_args.ds_config, "your ds_config.json")->required();
+  new_scenario->add_option("-o,--out", new_args.output, "the scenario file to write")->required();
+  new_scenario->add_option("--model", new_args.model_file,
+                           "your model as a TorchScript file (torch.jit.save); default the "
+                           "built-in MLP, or the built-in model that fits --data");
+  new_scenario->add_option("--data", new_args.data_file,
+                           "your samples as a safetensors file (inputs, targets, optional "
+                           "attention_mask); default generated data");
+  new_scenario->add_option("--world-size", new_args.world_size, "data-parallel ranks (default 1)")
+      ->check(CLI::Range(int64_t{1}, kLargestWorldSize));
+  new_scenario->add_option("--intended-batch", new_args.intended_batch,
+                           "the train batch size you mean to train with (default: the one "
+                           "DeepSpeed resolves from the config)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  new_scenario->add_option("--steps", new_args.steps, "optimizer steps compared (default 4)")
+      ->check(CLI::Range(int64_t{1}, int64_t{100000}));
+  new_scenario->add_option("--hf-trainer", new_args.hf_trainer,
+                           "a JSON file of your TrainingArguments (fills the config's \"auto\")");
+  new_scenario->add_option("--habit", new_args.habits,
+                           "a loop habit KEY=VALUE (scenarios/README.md, \"loop\"), e.g. "
+                           "keep=loss_with_graph; repeatable");
+  new_scenario->add_option("--deepspeed-version", new_args.deepspeed_version,
+                           "the DeepSpeed release whose semantics apply (default 0.19.8)");
+  new_scenario->add_option("--name", new_args.name, "the scenario's name (default: from -o)");
+  new_scenario->add_option("--golden-dir", new_args.golden_dir, "where its golden goes (default golden)");
+  bool no_golden = false;
+  new_scenario->add_flag("--no-golden", no_golden, "write the scenario only");
+  new_scenario->add_flag("--force", new_args.force, "replace an existing scenario file");
+  new_scenario->footer(
+      "Exit codes:\n"
+      "  0  scenario (and golden) written\n"
+      "  2  the config, a file or an option cannot make a scenario (nothing written)\n"
+      "  3  the scenario or golden could not be written\n");
+
   RunArgs run_args;
   std::string device;
   CLI::App* run = app.add_subcommand(
@@ -219,6 +257,10 @@ int main(int argc, char** argv) {
 
   try {
     if (resolve->parsed()) return run_config_resolve(resolve_args);
+    if (new_scenario->parsed()) {
+      new_args.write_golden = !no_golden;
+      return run_new_scenario(new_args);
+    }
     if (report->parsed()) return run_report(report_args);
     if (perf_run->parsed()) {
       perf_run_args.provenance = current_run_provenance(argc, argv);

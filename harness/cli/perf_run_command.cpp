@@ -12,7 +12,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/scenario_discovery.h"
 #include "harness/engine/runtime_info.h"
-#include "harness/golden/sha256.h"
+#include "harness/files/sha256.h"
 #include "harness/perf/benchmark_json.h"
 #include "harness/perf/figure_values.h"
 #include "harness/perf/mann_whitney.h"

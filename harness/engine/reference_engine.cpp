@@ -34,6 +34,8 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
       parameter_groups_.push_back(without_decay ? 1 : 0);
     }
     group_weight_decays_ = {plan.optimizer.weight_decay, 0.0};
+    // One lr, but two groups the scheduler writes into (which differ before DeepSpeed 0.19.0).
+    group_lrs_ = {plan.optimizer.lr, plan.optimizer.lr};
   } else if (!plan.optimizer.parameter_groups.empty()) {
     // The script's own groups, resolved by name when the scenario was read.
     std::map<std::string, int64_t> group_of_name;
@@ -318,7 +320,10 @@ void ReferenceEngine::apply_lr_schedule(OptimizerStepEvent& event) {
     // Each group's rate from its own lr (which the scheduler may ignore: lr_schedule.h).
     std::vector<double> rates;
     for (double group_lr : group_lrs_) {
-      rates.push_back(plan_.lr_schedule
+      // Before DeepSpeed 0.19.0 WarmupCosineLR's construction rate reaches the first group only.
+      const bool keeps_own_lr = plan_.lr_schedule && !rates.empty() && scheduler_iteration_ < 0 &&
+                                plan_.lr_schedule->construction_rate_first_group_only;
+      rates.push_back(plan_.lr_schedule && !keeps_own_lr
                           ? scheduled_lr(*plan_.lr_schedule, scheduler_iteration_, group_lr)
                           : group_lr);
     }

@@ -17,8 +17,8 @@
 #include "harness/engine/runtime_info.h"
 #include "harness/files/atomic_write.h"
 #include "harness/golden/golden_key.h"
-#include "harness/golden/safetensors.h"
-#include "harness/golden/sha256.h"
+#include "harness/files/safetensors.h"
+#include "harness/files/sha256.h"
 #include "harness/json/json_fields.h"
 
 namespace trainrepro {

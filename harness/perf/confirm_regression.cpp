@@ -14,7 +14,7 @@
 #include <set>
 
 #include "harness/distributed/rank_work_folder.h"
-#include "harness/golden/sha256.h"
+#include "harness/files/sha256.h"
 #include "harness/perf/benchmark_json.h"
 
 extern char** environ;

@@ -18,8 +18,7 @@ namespace {
 // attention's own products and activation recomputation left out, as MFU conventionally does.
 double model_flops_per_sample(const Scenario& scenario) {
   const double parameters = static_cast<double>(parameter_count(scenario.model.options));
-  const auto* tokens = std::get_if<TokenSequenceData>(&scenario.data.options);
-  return 6.0 * parameters * (tokens ? static_cast<double>(tokens->max_length) : 1.0);
+  return 6.0 * parameters * static_cast<double>(tokens_per_sample(scenario.data.options));
 }
 
 }  // namespace
@@ -77,7 +76,7 @@ PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
   const double samples_per_step =
       static_cast<double>(micro_batches * plan.batch.micro_batch_per_gpu) / measured;
   repetition.samples_per_second = samples_per_step / repetition.step_seconds;
-  if (std::holds_alternative<TokenSequenceData>(scenario.data.options)) {
+  if (holds_token_data(scenario.data.options)) {
     int64_t tokens = 0;
     for (int64_t m = first_micro; m < last.micro_step; ++m) {
       tokens += trace.micro_steps[static_cast<size_t>(m)].items;

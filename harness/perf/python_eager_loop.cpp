@@ -87,8 +87,9 @@ std::optional<std::string> python_eager_unsupported(const Scenario& scenario, co
   if (!std::holds_alternative<MlpOptions>(scenario.model.options)) {
     return "the Python eager loop is written for the \"mlp\" model only";
   }
-  if (std::holds_alternative<TokenSequenceData>(scenario.data.options)) {
-    return "the Python eager loop takes feature data (classification, regression) only";
+  if (!std::holds_alternative<ClassificationData>(scenario.data.options) &&
+      !std::holds_alternative<RegressionData>(scenario.data.options)) {
+    return "the Python eager loop takes generated feature data (classification, regression) only";
   }
   const OptimizerKind kind = plan.optimizer.kind;
   if (kind != OptimizerKind::sgd && kind != OptimizerKind::adam && kind != OptimizerKind::adamw) {

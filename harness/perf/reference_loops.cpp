@@ -12,6 +12,7 @@
 #include "harness/memory/memory_probe.h"
 #include "harness/perf/calibration_kernel.h"
 #include "harness/perf/mann_whitney.h"
+#include "models/model_size.h"
 #include "models/sample_source.h"
 #include "models/zoo_model.h"
 
@@ -99,7 +100,7 @@ PerfRepetition measure_reference_loop(const Scenario& scenario, const Plan& plan
   repetition.cpu_step_seconds = cpu / steps;
   repetition.calibration_seconds = repetition.step_seconds / median_of(paired_ratios);
   repetition.samples_per_second = static_cast<double>(gas * micro) / repetition.step_seconds;
-  if (std::holds_alternative<TokenSequenceData>(scenario.data.options)) {
+  if (holds_token_data(scenario.data.options)) {
     repetition.tokens_per_second = static_cast<double>(tokens_per_step) / repetition.step_seconds;
   }
   return repetition;

@@ -34,6 +34,7 @@
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_training.h"
 #include "models/model_size.h"
+#include "models/torchscript_model.h"
 
 namespace trainrepro {
 namespace {
@@ -141,6 +142,20 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
            ": this loop habit works on gradients or the optimizer around the engine, which the "
            "reference engine supports at ZeRO stage 0 only (this scenario uses stage " +
            std::to_string(plan.zero_stage) + ")";
+  }
+  // Your TorchScript module's forward is one graph: nothing inside it can be hooked per layer.
+  if (std::holds_alternative<TorchScriptOptions>(scenario.model.options)) {
+    if (plan.zero_stage == 3) {
+      return scenario.file + ":/deepspeed/zero_optimization/stage: ZeRO stage 3 gathers each "
+             "submodule's parameters around that submodule's forward and backward; a TorchScript "
+             "module's forward is one compiled graph with no submodule boundaries to gather at, "
+             "so the reference engine runs it at stages 0-2 only";
+    }
+    if (loop.activation_checkpointing != ActivationCheckpointing::none) {
+      return scenario.file + ":/loop/activation_checkpointing: checkpointing lives in your "
+             "model's code, and a TorchScript module's graph cannot be split into checkpointed "
+             "blocks from outside; trace the model with its checkpointing, or remove this key";
+    }
   }
   if (!scenario.deepspeed.precision_not_implemented.empty()) {
     return scenario.deepspeed.precision_not_implemented;
@@ -315,6 +330,10 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
     loop_options.recorded_steps = scenario.golden.steps;
     loop_options.communicator = communicator.get();
     trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan, loop_options);
+  } catch (const UserModelError& error) {
+    result.verdict = error_verdict(ErrorSource::scenario, scenario.file + ":/model/options/file: " +
+                                                              error.what());
+    return;
   } catch (const c10::Error& error) {
     // LibTorch's message without its C++ frame dump: the frames say nothing to a user.
     result.verdict = error_verdict(ErrorSource::infrastructure,
@@ -394,6 +413,7 @@ ScenarioResult run_loaded_scenario(const Scenario& scenario, const RunOptions& o
   result.name = scenario.name;
   result.description = scenario.description;
   result.tags = scenario.tags;
+  result.reference = scenario.reference;
   result.warnings = scenario.deepspeed.warnings;
   result.torch_version = torch_version();
   result.deepspeed_version = scenario.deepspeed.release->version;

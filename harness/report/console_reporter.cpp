@@ -81,6 +81,11 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
     out_ << "    " << verdict.found << "\n";
     if (!verdict.diagnosis.empty()) out_ << "    diagnosis: " << verdict.diagnosis << "\n";
   }
+  if (result.reference) {
+    const BugReference& reference = *result.reference;
+    out_ << "    reported:  " << reference.url << " (" << reference.project << " "
+         << reference.affected << "; fixed: " << reference.fixed << ")\n";
+  }
   if (result.zero) out_ << "    " << zero_line(*result.zero) << "\n";
   for (const std::string& warning : result.warnings) out_ << "    warning: " << warning << "\n";
   // Piped into a CI log, stdout is block-buffered: without this a run stopped by `timeout`

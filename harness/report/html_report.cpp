@@ -215,6 +215,7 @@ json scenario_data(const ScenarioResult& result, const RunProvenance& provenance
           {"folder", folder.empty() ? "." : folder},
           {"description", result.description},
           {"tags", result.tags},
+          {"reference", written["scenario"]["reference"]},
           {"outcome", written["outcome"]},
           {"exit_code", written["exit_code"]},
           {"error_source", written["error_source"]},

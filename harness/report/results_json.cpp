@@ -269,6 +269,14 @@ nlohmann::json provenance_to_json(const RunProvenance& provenance) {
           {"cuda_version", provenance.cuda_version}};
 }
 
+nlohmann::json reference_to_json(const std::optional<BugReference>& reference) {
+  if (!reference) return nullptr;
+  return {{"url", reference->url},
+          {"project", reference->project},
+          {"affected", reference->affected},
+          {"fixed", reference->fixed}};
+}
+
 nlohmann::json result_to_json(const ScenarioResult& result, const RunProvenance& provenance) {
   const Verdict& verdict = result.verdict;
   return {
@@ -282,7 +290,8 @@ nlohmann::json result_to_json(const ScenarioResult& result, const RunProvenance&
        {{"name", result.name},
         {"file", result.file},
         {"description", result.description},
-        {"tags", result.tags}}},
+        {"tags", result.tags},
+        {"reference", reference_to_json(result.reference)}}},
       {"outcome", outcome_name(verdict.outcome)},
       {"exit_code", exit_code_of(verdict)},
       {"error_source", error_source_name(verdict.error_source)},

@@ -435,6 +435,12 @@ ScenarioResult result_from_json(const nlohmann::json& value, const std::string& 
   result.file = scenario.text("file");
   result.description = scenario.text("description");
   result.tags = scenario.texts("tags");
+  // Absent in results written before catalogue references existed.
+  if (scenario.has("reference") && !scenario.is_null("reference")) {
+    const ResultsObject reference = scenario.object("reference");
+    result.reference = BugReference{reference.text("url"), reference.text("project"),
+                                    reference.text("affected"), reference.text("fixed")};
+  }
 
   Verdict& verdict = result.verdict;
   verdict.outcome = json.spelled(

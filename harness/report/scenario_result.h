@@ -7,6 +7,7 @@
 
 #include "harness/loop/trace.h"
 #include "harness/scenario/plan.h"
+#include "harness/scenario/bug_reference.h"
 #include "harness/verdict/memory_judgement.h"
 #include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
@@ -19,6 +20,7 @@ struct ScenarioResult {
   std::string name;  // empty when the file did not load
   std::string description;
   std::vector<std::string> tags;
+  std::optional<BugReference> reference;  // a catalogued upstream bug
   Verdict verdict;
   std::vector<std::string> warnings;          // "file:/pointer: …" each
   std::optional<Plan> plan;                   // when the config resolved

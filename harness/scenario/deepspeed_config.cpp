@@ -413,6 +413,8 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
     schedule.warmup_min_ratio = params.optional_number("warmup_min_ratio", 0.0, 0.0);
     schedule.cos_min_ratio = params.optional_number("cos_min_ratio", 0.0001, 0.0);
     schedule.cosine_progress_clamped = release.cosine_progress_clamped;
+    schedule.construction_rate_first_group_only =
+        release.cosine_construction_rate_first_group_only;
   } else {
     schedule.warmup_min_lr = params.optional_number("warmup_min_lr", 0.0, 0.0);
     // WarmupDecayLR keeps 0.001; WarmupLR takes the optimizer's lr where the release says.

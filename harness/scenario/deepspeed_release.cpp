@@ -177,8 +177,9 @@ std::vector<DeepSpeedRelease> make_releases() {
   v0_19.has_managed_gradient_accumulation = true;  // runtime/constants.py:79 (0.19.4)
   v0_19.bf16_without_zero_accumulates_in_fp32 = false;  // runtime/engine.py:1806-1810, 2313-2323
   v0_19.warmup_num_steps_validated = true;              // runtime/lr_schedules.py (0.19.3)
-  v0_19.warmup_lr_max_defaults_to_optimizer_lr = true;  // runtime/lr_schedules.py (0.19.3)
+  v0_19.warmup_lr_max_defaults_to_optimizer_lr = true;  // runtime/lr_schedules.py (0.17.2, #7360)
   v0_19.cosine_progress_clamped = true;                 // runtime/lr_schedules.py (0.19.3)
+  v0_16.cosine_construction_rate_first_group_only = true;  // fixed in 0.19.0 (#7969)
   v0_19.one_cycle_stair_counts_applied = true;          // runtime/lr_schedules.py _get_scale_factor
   v0_19.removed_keys = removed_in_0_19_8();        // runtime/config.py:80-141
   v0_19.deepspeed_optimizer_names = {

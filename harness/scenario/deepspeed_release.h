@@ -47,6 +47,10 @@ struct DeepSpeedRelease {
   bool warmup_num_steps_validated = false;
   bool warmup_lr_max_defaults_to_optimizer_lr = false;
   bool cosine_progress_clamped = false;
+  // runtime/lr_schedules.py WarmupCosineLR before 0.19.0 (fixed by PR #7969): at construction
+  // get_lr() returns one rate, [0.0], which update_lr zips with the param groups, so only the
+  // first group starts at 0 and every other group takes its first step at its full lr.
+  bool cosine_construction_rate_first_group_only = false;
   // runtime/lr_schedules.py OneCycle: 0.19.x holds the rate flat over cycle_*_stair_count
   // stairs; 0.16.9 accepts the counts and ignores them.
   bool one_cycle_stair_counts_applied = false;

@@ -28,6 +28,8 @@ const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
       {DiagnosisKind::backward_in_evaluation, "backward_in_evaluation"},
       {DiagnosisKind::training_diverged, "training_diverged"},
       {DiagnosisKind::lr_scheduler_stepped_every_micro_step, "lr_scheduler_stepped_every_micro_step"},
+      {DiagnosisKind::scheduler_start_rate_first_group_only,
+       "scheduler_start_rate_first_group_only"},
       {DiagnosisKind::lamb_trust_ratio_over_partition, "lamb_trust_ratio_over_partition"},
       {DiagnosisKind::overflow_skipped_steps, "overflow_skipped_steps"},
       {DiagnosisKind::loss_scale_at_minimum, "loss_scale_at_minimum"},

@@ -26,6 +26,7 @@ enum class DiagnosisKind {
   backward_in_evaluation,  // evaluation's gradients land in the next training step
   training_diverged,       // the run's loss, gradients or parameters became NaN or Inf
   lr_scheduler_stepped_every_micro_step,  // the loop steps the config's scheduler too
+  scheduler_start_rate_first_group_only,  // WarmupCosineLR < 0.19.0 starts only group 0 at 0
   lamb_trust_ratio_over_partition,  // ZeRO 1-2 hand FusedLamb one flat partition per rank
   // Mixed precision, judged from the engine's step records and the precision twin:
   overflow_skipped_steps,      // gradients overflowed and DeepSpeed skipped optimizer steps

@@ -151,7 +151,10 @@ HfTrainerArgs read_hf_trainer(ObjectReader& section, int64_t default_max_steps,
   args.bf16 = section.optional_bool("bf16", args.bf16);
   args.warmup_steps = section.optional_number("warmup_steps", args.warmup_steps, 0.0);
   args.max_steps = section.optional_int("max_steps", default_max_steps, 1);
-  args.hidden_size = section.optional_int("hidden_size", default_hidden_size, 1);
+  // A model without a config the Trainer could read it from (your own TorchScript module): say it.
+  args.hidden_size = default_hidden_size > 0
+                         ? section.optional_int("hidden_size", default_hidden_size, 1)
+                         : section.required_int("hidden_size", 1);
   // Batch products must stay far from overflow (the batch keys' own bound is 2^40).
   constexpr int64_t kLargest = int64_t{1} << 30;
   const auto at_most = [&section](const char* key, int64_t value) {

@@ -38,9 +38,41 @@ ZooChoice<Options> read_zoo_choice(ObjectReader& section, const std::vector<ZooE
   ObjectReader options = section.optional_object("options");
   choice.options = entry->read_options(options);
   options.reject_unknown_keys();
+  if (!entry->seeded && section.has("seed")) {
+    section.fail("seed", "\"" + choice.name + "\" reads its values from your file: a seed would "
+                         "change nothing; remove it");
+  }
   choice.seed = section.optional_int("seed", 0, 0);
   section.reject_unknown_keys();
   return choice;
+}
+
+// "reference": where the bug this scenario reproduces was reported. Every field is required:
+// a catalogue entry without its source or releases cannot be checked by its reader.
+BugReference read_reference(ObjectReader& section) {
+  BugReference reference;
+  reference.url = section.required_string("url");
+  if (reference.url.rfind("https://", 0) != 0 || reference.url.size() <= 8) {
+    section.fail("url", "expected the https:// address of the public issue or pull request, "
+                        "found \"" + printable(reference.url) + "\"");
+  }
+  reference.project = section.required_string("project");
+  const std::vector<std::string> projects = {"deepspeed", "transformers", "accelerate", "pytorch"};
+  if (std::find(projects.begin(), projects.end(), reference.project) == projects.end()) {
+    section.fail("project", "expected one of \"deepspeed\", \"transformers\", \"accelerate\", "
+                            "\"pytorch\", found \"" + printable(reference.project) + "\"");
+  }
+  reference.affected = section.required_string("affected");
+  if (reference.affected.empty()) {
+    section.fail("affected", "expected the release(s) with the bug, found \"\"");
+  }
+  reference.fixed = section.required_string("fixed");
+  if (reference.fixed.empty()) {
+    section.fail("fixed", "expected the release or pull request that fixed it, or \"user "
+                          "code\", found \"\"");
+  }
+  section.reject_unknown_keys();
+  return reference;
 }
 
 // "frozen": names or module paths of parameters the user sets requires_grad=False on. Each must
@@ -189,6 +221,7 @@ std::vector<Requirement> read_requirements(ObjectReader& root) {
 // its widest layer (an MLP has no config; a user's own model gives hidden_size in hf_trainer).
 int64_t model_hidden_size(const ModelOptions& options) {
   if (const auto* gpt = std::get_if<GptOptions>(&options)) return gpt->d_model;
+  if (std::holds_alternative<TorchScriptOptions>(options)) return 0;  // hf_trainer must say
   const auto& dims = std::get<MlpOptions>(options).dims;
   return *std::max_element(dims.begin(), dims.end());
 }
@@ -358,6 +391,11 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
     root.fail("description", "expected a sentence saying what this scenario shows, found \"\"");
   }
   scenario.tags = root.optional_string_list("tags");
+  root.note_known("reference");
+  if (root.has("reference")) {
+    ObjectReader reference = root.required_object("reference");
+    scenario.reference = read_reference(reference);
+  }
   scenario.requires_ = read_requirements(root);
 
   ObjectReader model = root.required_object("model");
@@ -427,6 +465,16 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
   scenario.device = root.optional_enum("device", DeviceChoice::cpu, device_choice_spellings());
 
   scenario.dtype = root.optional_enum("dtype", EngineDtype::float32, engine_dtype_spellings());
+  const auto* user_model = std::get_if<TorchScriptOptions>(&scenario.model.options);
+  if (user_model && !user_model->fixed_dtype_conversions.empty() &&
+      scenario.dtype == EngineDtype::float64) {
+    scenario.deepspeed.warnings.push_back(
+        file + ":/model/options/file: the module's graph converts to a fixed floating dtype in " +
+        user_model->fixed_dtype_conversions +
+        " (torch.jit.trace records the dtype it traced with): this float64 run and its golden "
+        "compute those values in that dtype, so they agree only as closely as it allows; run "
+        "the scenario in float32, or script the model so it follows its inputs' dtype");
+  }
 
   ObjectReader memory = root.optional_object("memory");
   scenario.memory = read_memory(memory);

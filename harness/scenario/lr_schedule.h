@@ -48,7 +48,7 @@ struct LrSchedule {
   LrScheduleKind kind = LrScheduleKind::warmup_lr;
   std::string type_as_written;
   double warmup_min_lr = 0.0;
-  // Absent: the optimizer's lr (WarmupLR since 0.19.3); 0.001 for WarmupDecayLR, and for
+  // Absent: the optimizer's lr (WarmupLR since 0.17.2, PR #7360); 0.001 for WarmupDecayLR, and for
   // WarmupLR before.
   std::optional<double> warmup_max_lr;
   int64_t warmup_num_steps = 1000;  // as given; DeepSpeed warms up over max(2, this)
@@ -57,6 +57,11 @@ struct LrSchedule {
   double warmup_min_ratio = 0.0;   // WarmupCosineLR
   double cos_min_ratio = 0.0001;   // WarmupCosineLR
   bool cosine_progress_clamped = true;  // 0.19.3+: the cosine stays at its floor after the end
+  // WarmupCosineLR before 0.19.0 (DeepSpeed PR #7969): the rate written at construction reaches
+  // the first param group only; the others keep their own lr for the first update. A DeepSpeed
+  // bug, not the schedule's meaning: the golden follows the documented schedule (every group
+  // from the start rate), so it is left out of the golden's key.
+  bool construction_rate_first_group_only = false;
   OneCycleParams one_cycle;             // OneCycle
 };
 

@@ -45,7 +45,8 @@ struct MixedPrecisionPlan {
   // optimizer once with zero gradients when it is built (initialize_optimizer_states): Adam's
   // step count starts at 1, so the first real update uses the bias correction of step 2, and
   // weight decay shrinks the master weights once. BF16_Optimizer and ZeRO 1-3 do not
-  // (DeepSpeed PR #5104, "Remove optimizer step on initialization", is not merged in 0.19.8).
+  // (DeepSpeed PR #5104, "Remove optimizer step on initialization", removed it from those two
+  // in 0.13.2 and left FP16_Optimizer as it was).
   bool optimizer_steps_at_initialization = false;
   // Every fp16 optimizer of DeepSpeed 0.19.8 (FP16_Optimizer, FP16_UnfusedOptimizer, ZeRO 1-3)
   // calls _update_scale before unscale_and_clip_grads: on a step where the scale grows (after

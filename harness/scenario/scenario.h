@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/scenario/bug_reference.h"
 #include "harness/scenario/deepspeed_config.h"
 #include "harness/scenario/expectation.h"
 #include "harness/scenario/performance_spec.h"
@@ -122,6 +123,7 @@ struct Scenario {
   std::string name;
   std::string description;
   std::vector<std::string> tags;
+  std::optional<BugReference> reference;  // a catalogued upstream bug: where it was reported
   std::vector<Requirement> requires_;
   ModelSpec model;
   DataSpec data;

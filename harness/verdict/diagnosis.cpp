@@ -222,6 +222,7 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
     }
     case DiagnosisKind::training_diverged:  // judged from the trace's values, not a hypothesis
     case DiagnosisKind::lr_scheduler_stepped_every_micro_step:
+    case DiagnosisKind::scheduler_start_rate_first_group_only:
     case DiagnosisKind::lamb_trust_ratio_over_partition:
     case DiagnosisKind::unscaled_by_grown_scale:
     case DiagnosisKind::overflow_skipped_steps:

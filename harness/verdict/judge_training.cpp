@@ -337,8 +337,9 @@ void diagnose_initialization_step(const Plan& plan, Diagnosis& diagnosis) {
       ") stepped the optimizer once with zero gradients when deepspeed.initialize built it "
       "(initialize_optimizer_states): " + effect +
       "; every later step inherits it. This is DeepSpeed's behaviour, not the loop's (upstream "
-      "PR #5104 \"Remove optimizer step on initialization\" is not merged). ZeRO stages 1-3 "
-      "and BF16_Optimizer do not do it: ZeRO stage 1 gives the intended updates";
+      "PR #5104 \"Remove optimizer step on initialization\", released in 0.13.2, removed it "
+      "from ZeRO stages 1-3 and BF16_Optimizer only). ZeRO stages 1-3 and BF16_Optimizer do "
+      "not do it: ZeRO stage 1 gives the intended updates";
 }
 
 // The learning rate of optimizer step `step` against the config's schedule. The correct loop
@@ -393,6 +394,39 @@ void diagnose_learning_rate(const Plan& plan, const Trace& trace, int64_t step,
   diagnosis.explanation =
       text + ". Fix: remove the loop's lr_scheduler.step(); DeepSpeed steps the scheduler it "
              "built from the config (or was given) inside engine.step(), once per optimizer step";
+}
+
+// WarmupCosineLR before DeepSpeed 0.19.0 (lr_schedule.h): the first update of every param group
+// but the first runs at the group's full lr instead of the schedule's start rate, while the
+// gradients match. Only the scheduler's first update (iteration -1) is affected.
+void diagnose_start_rate_first_group_only(const Plan& plan, const Trace& trace, int64_t step,
+                                          Diagnosis& diagnosis) {
+  if (!plan.lr_schedule || !plan.lr_schedule->construction_rate_first_group_only) return;
+  // The Trainer's AdamW has two groups (decayed weights; biases and LayerNorm), one lr.
+  std::vector<double> group_lrs;
+  for (const ParameterGroup& group : plan.optimizer.parameter_groups) group_lrs.push_back(group.lr);
+  if (plan.optimizer.decay_skips_bias_and_norm) group_lrs = {plan.optimizer.lr, plan.optimizer.lr};
+  const size_t groups = group_lrs.size();
+  if (groups < 2 || step >= static_cast<int64_t>(trace.steps.size())) return;
+  if (trace.steps[step].scheduler_iteration != -1) return;
+  const double start = scheduled_lr(*plan.lr_schedule, -1, plan.optimizer.lr);
+  diagnosis.kind = DiagnosisKind::scheduler_start_rate_first_group_only;
+  std::string rates;
+  for (size_t g = 1; g < groups; ++g) {
+    rates += (g > 1 ? ", " : "") + std::string("group ") + std::to_string(g) + " at " +
+             format_number(group_lrs[g]);
+  }
+  diagnosis.explanation =
+      "the gradients match the golden but the first update does not: DeepSpeed " +
+      plan.deepspeed_version + "'s " + plan.lr_schedule->type_as_written +
+      " writes the rate it starts from (" + format_number(start) +
+      ") into the first param group only when deepspeed.initialize builds it (get_lr() returns "
+      "one rate, which update_lr pairs with the groups), so the other " +
+      std::to_string(groups - 1) + " group(s) took their first step at their full learning "
+      "rate (" + rates + ") instead of warming up from " + format_number(start) +
+      ". A DeepSpeed bug, fixed in 0.19.0 (PR #7969, \"Fix WarmupCosineLR multi-group "
+      "initialization\"). Fix: upgrade DeepSpeed to 0.19.0 or later, or give the optimizer one "
+      "param group";
 }
 
 // ZeRO stages 1-2 flatten the model and hand FusedLamb each rank's flat float32 partition as one
@@ -604,6 +638,9 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
       diagnose_initialization_step(plan, *judgement.diagnosis);
     }
     diagnose_learning_rate(plan, trace, s, *judgement.diagnosis);
+    if (!judgement.diagnosis->kind) {
+      diagnose_start_rate_first_group_only(plan, trace, s, *judgement.diagnosis);
+    }
     if (!judgement.diagnosis->kind) diagnose_grown_scale(plan, trace, s, *judgement.diagnosis);
     if (!judgement.diagnosis->kind) diagnose_partitioned_lamb(plan, *judgement.diagnosis);
     judgement.mismatch = "parameters differ from the golden after optimizer step " +

@@ -53,7 +53,14 @@ set(config_input_sources
 add_fuzz_target(config ${config_input_sources})
 set(config_fuzz ${CMAKE_CURRENT_BINARY_DIR}/config_fuzz)
 
+# The safetensors reader (goldens, and a user's samples).
+set(safetensors_sources
+    ${PROJECT_SOURCE_DIR}/harness/files/safetensors.cpp
+    ${PROJECT_SOURCE_DIR}/harness/files/atomic_write.cpp
+    ${PROJECT_SOURCE_DIR}/harness/files/file_chunks.cpp)
+
 # The scenario loader: every section's reader and the zoos, on top of the config's sources.
+# A user's own model and samples are files the loader reads with LibTorch, hence TORCH.
 set(scenario_loader_sources
     ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer.cpp
@@ -67,22 +74,21 @@ set(scenario_loader_sources
     ${PROJECT_SOURCE_DIR}/models/model_data_fit.cpp
     ${PROJECT_SOURCE_DIR}/models/parameter_names.cpp
     ${PROJECT_SOURCE_DIR}/models/options_json.cpp
+    ${PROJECT_SOURCE_DIR}/models/user_file_path.cpp
+    ${PROJECT_SOURCE_DIR}/models/sample_file.cpp
+    ${PROJECT_SOURCE_DIR}/models/torchscript_file.cpp
+    ${PROJECT_SOURCE_DIR}/harness/files/sha256.cpp
+    ${safetensors_sources}
     ${config_input_sources})
-add_fuzz_target(scenario ${scenario_loader_sources})
+add_fuzz_target(scenario TORCH ${scenario_loader_sources})
 set(scenario_fuzz ${CMAKE_CURRENT_BINARY_DIR}/scenario_fuzz)
 
 # The golden readers: safetensors decoding alone, then the manifest and the golden loader.
-set(safetensors_sources
-    ${PROJECT_SOURCE_DIR}/harness/golden/safetensors.cpp
-    ${PROJECT_SOURCE_DIR}/harness/files/atomic_write.cpp
-    ${PROJECT_SOURCE_DIR}/harness/files/file_chunks.cpp)
 add_fuzz_target(safetensors TORCH ${safetensors_sources})
 add_fuzz_target(golden TORCH COVERAGE ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/golden_coverage.txt
     ${PROJECT_SOURCE_DIR}/harness/golden/golden_store.cpp
     ${PROJECT_SOURCE_DIR}/harness/golden/golden_key.cpp
-    ${PROJECT_SOURCE_DIR}/harness/golden/sha256.cpp
     ${PROJECT_SOURCE_DIR}/harness/engine/runtime_info.cpp
-    ${safetensors_sources}
     ${scenario_loader_sources})
 
 # A short run from the kept corpus; new inputs go to the build folder, never the source tree.

@@ -23,7 +23,7 @@
 
 #include "harness/golden/golden_key.h"
 #include "harness/golden/golden_store.h"
-#include "harness/golden/sha256.h"
+#include "harness/files/sha256.h"
 #include "harness/scenario/json_document.h"
 #include "harness/scenario/load_scenario.h"
 

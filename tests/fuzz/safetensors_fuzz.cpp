@@ -14,7 +14,7 @@
 
 #include <ATen/ATen.h>
 
-#include "harness/golden/safetensors.h"
+#include "harness/files/safetensors.h"
 
 using namespace trainrepro;
 

@@ -8,9 +8,15 @@ torch.optim (SGD, Adam, AdamW), torch.nn.utils.clip_grad_norm_ and DeepSpeed's L
 (written again below) in float64 on the CPU. Every
 step's loss, gradients and parameters must agree with the file to 1e-10.
 
-Usage: cross_check_goldens.py GOLDEN_DIR [--min-files N]
+A golden of a user's TorchScript model (model "torchscript") names its file and the file's
+sha256: the file is found under --user-files (default: the repository's scenarios/) by that
+digest, loaded with Python's torch.jit.load, cast to float64 and given the golden's initial
+weights; the loss is the same per-item loss, written again below.
+
+Usage: cross_check_goldens.py GOLDEN_DIR [--min-files N] [--user-files DIR]
 """
 import argparse
+import hashlib
 import json
 import math
 import pathlib
@@ -65,6 +71,34 @@ def gpt_loss_sum(params, options, inputs, targets, mask):
     x = F.layer_norm(x, (d,), params["ln_f.weight"], params["ln_f.bias"], eps=1e-5)
     logits = F.linear(x, params["head.weight"], params["head.bias"])
     return F.cross_entropy(logits[mask], targets[mask], reduction="sum"), int(mask.sum())
+
+
+def item_loss_sum(outputs, targets, mask):
+    if mask is not None:  # tokens: cross entropy per counted target token
+        return F.cross_entropy(outputs[mask], targets[mask], reduction="sum"), int(mask.sum())
+    if targets.dtype == torch.int64:  # classification: cross entropy per sample
+        return F.cross_entropy(outputs, targets, reduction="sum"), targets.shape[0]
+    return ((outputs - targets) ** 2).mean(dim=1).sum(), targets.shape[0]
+
+
+def find_user_file(options, root):
+    """The file a golden was made from: its name as the scenario wrote it, found by digest."""
+    wanted = options["sha256"]
+    for path in sorted(root.rglob(pathlib.PurePath(options["file"]).name)):
+        if hashlib.sha256(path.read_bytes()).hexdigest() == wanted:
+            return path
+    raise FileNotFoundError(f"no file named {options['file']} with sha256 {wanted} under {root}")
+
+
+def torchscript_parameters(options, root, init):
+    """The user's module in float64 with the golden's initial weights as its own parameters."""
+    module = torch.jit.load(str(find_user_file(options, root)), map_location="cpu").double()
+    module.train()
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, value in init.items():
+            params[name].copy_(value)
+    return module, params
 
 
 class FusedLambAsWritten(torch.optim.Optimizer):
@@ -213,7 +247,7 @@ def largest_difference(actual, expected):
     return float((actual - expected).abs().max()) if actual.numel() else 0.0
 
 
-def check_file(path):
+def check_file(path, user_files):
     tensors = load_file(str(path))
     with safe_open(str(path), framework="pt") as handle:
         metadata = handle.metadata()
@@ -222,7 +256,16 @@ def check_file(path):
     model, data = key["model"], key["data"]
     batch, steps = key["train_batch_size"], key["steps"]
 
-    params = {name: tensors[f"init/{name}"].clone().requires_grad_(True) for name in names}
+    module = None
+    if model["name"] == "torchscript":
+        init = {name: tensors[f"init/{name}"] for name in names}
+        init.update({name[len("frozen/"):]: t for name, t in tensors.items()
+                     if name.startswith("frozen/")})
+        module, params = torchscript_parameters(model["options"], user_files, init)
+        for name, param in params.items():
+            param.requires_grad_(name in names)
+    else:
+        params = {name: tensors[f"init/{name}"].clone().requires_grad_(True) for name in names}
     ordered = [params[name] for name in names]
     # Parameters the scenario froze (key model.frozen) take part in the forward, unchanged.
     frozen = {name[len("frozen/"):]: t for name, t in tensors.items() if name.startswith("frozen/")}
@@ -239,7 +282,12 @@ def check_file(path):
         rows = slice(step * batch, (step + 1) * batch)
         for param in ordered:
             param.grad = None
-        if model["name"] == "mlp":
+        if module is not None:
+            outputs = module(inputs[rows])
+            outputs = outputs[0] if isinstance(outputs, tuple) else outputs
+            loss_sum, items = item_loss_sum(outputs, targets[rows],
+                                            None if mask is None else mask[rows])
+        elif model["name"] == "mlp":
             loss_sum, items = mlp_loss_sum(params, model["options"], inputs[rows], targets[rows])
         else:
             loss_sum, items = gpt_loss_sum(params, model["options"], inputs[rows],
@@ -286,6 +334,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("golden_dir")
     parser.add_argument("--min-files", type=int, default=2)
+    parser.add_argument("--user-files", type=pathlib.Path,
+                        default=pathlib.Path(__file__).resolve().parents[2] / "scenarios",
+                        help="where the TorchScript files of user-model goldens are found")
     args = parser.parse_args()
     torch.set_default_dtype(torch.float64)
     files = sorted(pathlib.Path(args.golden_dir).glob("*.safetensors"))
@@ -295,7 +346,7 @@ def main():
         return 1
     failed = 0
     for path in files:
-        ok, worst, problems = check_file(path)
+        ok, worst, problems = check_file(path, args.user_files)
         print(f"{'AGREES' if ok else 'DIFFERS'} {path.name}: largest difference {worst:.2e}")
         for problem in problems[:10]:
             print("    " + problem)

@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/golden/safetensors.h"
+#include "harness/files/safetensors.h"
 
 namespace {
 

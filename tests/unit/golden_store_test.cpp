@@ -12,8 +12,8 @@
 
 #include "harness/golden/golden_run.h"
 #include "harness/golden/golden_store.h"
-#include "harness/golden/safetensors.h"
-#include "harness/golden/sha256.h"
+#include "harness/files/safetensors.h"
+#include "harness/files/sha256.h"
 #include "harness/scenario/load_scenario.h"
 #include "tests/unit/scenario_file_fixture.h"
 

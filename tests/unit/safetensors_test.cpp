@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/golden/safetensors.h"
+#include "harness/files/safetensors.h"
 
 namespace trainrepro {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "harness/golden/sha256.h"
+#include "harness/files/sha256.h"
 
 namespace trainrepro {
 namespace {

@@ -1,6 +1,6 @@
 // The safetensors format: an 8-byte little-endian header length N, N bytes of JSON header padded
 // with spaces to a multiple of 8, then the tensors' bytes, contiguous, row-major, little-endian.
-#include "harness/golden/safetensors.h"
+#include "harness/files/safetensors.h"
 
 #include <ATen/ops/empty.h>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // SHA-256 written out from FIPS 180-4 (section 6.2), so that the harness needs no crypto library.
 // Only integrity matters here, not secrecy: no constant-time concerns.
-#include "harness/golden/sha256.h"
+#include "harness/files/sha256.h"
 
 #include "harness/files/file_chunks.h"
 

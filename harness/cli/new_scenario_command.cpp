@@ -1,0 +1,202 @@
+// `trainrepro new --ds-config ds_config.json -o scenario.json`: a complete scenario from a user's
+// own DeepSpeed config (kept verbatim), their model and samples when they have them, their loop's
+// habits and the batch they intend. The scenario is loaded exactly as `run` loads it before a byte
+// is written, so every problem (an "auto" without the Trainer's arguments, a config DeepSpeed
+// refuses, a habit misspelt, a model file torch cannot read) shows at once, at its key; then its
+// golden is computed, so the next command is `trainrepro run scenario.json`.
+#include <filesystem>
+#include <iostream>
+#include <stdexcept>
+
+#include "harness/cli/commands.h"
+#include "harness/files/atomic_write.h"
+#include "harness/json/scenario_error.h"
+#include "harness/scenario/load_scenario.h"
+#include "harness/scenario/json_document.h"
+#include "harness/scenario/plan.h"
+#include "harness/verdict/verdict.h"
+#include "models/model_zoo.h"
+#include "models/sample_file.h"
+
+namespace trainrepro {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A command-line value that cannot make a scenario; the message names the option.
+struct ArgumentError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A path as the scenario should write it: relative to the scenario's own folder, so the scenario
+// and its files can move together.
+std::string relative_to_scenario(const std::string& path, const std::string& scenario_file) {
+  const fs::path folder = fs::absolute(fs::path(scenario_file)).parent_path();
+  return fs::absolute(fs::path(path)).lexically_normal().lexically_relative(folder).string();
+}
+
+// The scenario's name from the output file's stem, in the characters a name may hold.
+std::string name_from_output(const std::string& output) {
+  std::string name = fs::path(output).stem().string();
+  for (char& c : name) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '-';
+  }
+  return name.empty() ? "my-scenario" : name.substr(0, 100);
+}
+
+// "--habit keep=loss_with_graph": the value as JSON when it reads as JSON (numbers, true,
+// objects), else as a string.
+void add_habit(nlohmann::ordered_json& loop, const std::string& habit) {
+  const size_t equals = habit.find('=');
+  if (equals == std::string::npos || equals == 0) {
+    throw ArgumentError("--habit: expected KEY=VALUE (a \"loop\" key of scenarios/README.md, "
+                        "e.g. keep=loss_with_graph), found \"" + habit + "\"");
+  }
+  const std::string value = habit.substr(equals + 1);
+  nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(value, nullptr, false);
+  loop[habit.substr(0, equals)] = parsed.is_discarded() ? nlohmann::ordered_json(value) : parsed;
+}
+
+// The built-in model sized to the user's samples: a GPT for tokens, an MLP for features.
+nlohmann::ordered_json builtin_model_for(const SafetensorsData& file) {
+  if (file.kind == SampleFileKind::tokens) {
+    return {{"name", "gpt"},
+            {"options", {{"vocab_size", file.vocab_needed}, {"max_seq_len", file.length}}}};
+  }
+  const int64_t outputs =
+      file.kind == SampleFileKind::regression ? file.outputs : file.classes_needed;
+  return {{"name", "mlp"},
+          {"options", {{"dims", {file.features, 64, std::max<int64_t>(2, outputs)}}}}};
+}
+
+// The model and data sections: the user's files, or the built-in model that fits their data, or
+// (neither given) the built-in MLP on generated classification data.
+void add_model_and_data(const NewScenarioArgs& args, nlohmann::ordered_json& scenario) {
+  if (!args.model_file.empty() && args.data_file.empty()) {
+    throw ArgumentError("--data: your own model needs your own samples (a safetensors file of "
+                        "\"inputs\" and \"targets\"; README, \"Your own model and data\")");
+  }
+  if (!args.model_file.empty()) {
+    scenario["model"] = {{"name", "torchscript"},
+                         {"options", {{"file", relative_to_scenario(args.model_file, args.output)}}}};
+  } else {
+    scenario["model"] = {{"name", "mlp"}, {"options", nlohmann::ordered_json::object()}};
+  }
+  if (!args.data_file.empty()) {
+    const std::string file = relative_to_scenario(args.data_file, args.output);
+    scenario["data"] = {{"name", "safetensors"}, {"options", {{"file", file}}}};
+    if (args.model_file.empty()) {
+      // Read (and checked) here, at the pointer the scenario will have, to size the model.
+      const nlohmann::json options = {{"file", file}};
+      ObjectReader reader(options, args.output, "/data/options");
+      scenario["model"] = builtin_model_for(std::get<SafetensorsData>(read_safetensors_data(reader)));
+    }
+  } else {
+    scenario["data"] = {{"name", "classification"}, {"options", nlohmann::ordered_json::object()}};
+  }
+}
+
+nlohmann::ordered_json build_scenario(const NewScenarioArgs& args, int64_t intended_batch) {
+  nlohmann::ordered_json scenario;
+  scenario["name"] = args.name.empty() ? name_from_output(args.output) : args.name;
+  scenario["description"] =
+      "Made by `trainrepro new` from " + fs::path(args.ds_config).filename().string() +
+      ": say here what this setup should show.";
+  scenario["tags"] = {"user"};
+  add_model_and_data(args, scenario);
+  scenario["deepspeed"] = read_json_file(args.ds_config, JsonDialect::deepspeed_config);
+  if (!args.hf_trainer.empty()) scenario["hf_trainer"] = read_json_file(args.hf_trainer);
+  if (!args.deepspeed_version.empty()) scenario["deepspeed_version"] = args.deepspeed_version;
+  scenario["world_size"] = args.world_size;
+  scenario["dtype"] = "float32";
+  if (!args.habits.empty()) {
+    nlohmann::ordered_json loop = nlohmann::ordered_json::object();
+    for (const std::string& habit : args.habits) add_habit(loop, habit);
+    scenario["loop"] = loop;
+  }
+  scenario["golden"] = {{"train_batch_size", intended_batch}, {"steps", args.steps}};
+  scenario["expect"] = {{"outcome", "pass"}};
+  return scenario;
+}
+
+// DeepSpeed's resolution of the config in this scenario, printed as `config resolve` prints it;
+// the batch it trains with, or nothing when it refuses the config (said on stderr).
+std::optional<int64_t> print_resolution(const Scenario& scenario) {
+  const PlanResolution resolution = resolve_plan(scenario, Device::cpu);
+  if (const auto* error = std::get_if<ConfigError>(&resolution)) {
+    std::cout << "DeepSpeed " << scenario.deepspeed.release->version
+              << " refuses this config: " << error->message << "\n";
+    return std::nullopt;
+  }
+  const ResolvedBatch& batch = std::get<Plan>(resolution).batch;
+  std::cout << "DeepSpeed " << scenario.deepspeed.release->version << " trains with "
+            << "train_batch_size " << batch.train_batch_size << " = micro-batch "
+            << batch.micro_batch_per_gpu << " x gradient_accumulation_steps "
+            << batch.gradient_accumulation_steps << " x world size " << batch.world_size << "\n";
+  return batch.train_batch_size;
+}
+
+}  // namespace
+
+int run_new_scenario(const NewScenarioArgs& args) {
+  std::error_code exists_error;
+  if (fs::exists(args.output, exists_error) && !args.force) {
+    std::cerr << args.output << ": already exists; choose another -o, or pass --force to "
+              "replace it\n";
+    return kExitBadInput;
+  }
+  nlohmann::ordered_json scenario;
+  Scenario loaded;
+  try {
+    // First with a placeholder batch: loading reads the config (as `config resolve` does) and
+    // the user's files, which say the batch DeepSpeed trains with and the data's shapes.
+    scenario = build_scenario(args, args.intended_batch.value_or(1));
+    Scenario probe = load_scenario_document(nlohmann::json::parse(scenario.dump()), args.output);
+    for (const std::string& warning : probe.deepspeed.warnings) {
+      std::cerr << "warning: " << warning << "\n";
+    }
+    const std::optional<int64_t> trained = print_resolution(probe);
+    if (!args.intended_batch && !trained) {
+      std::cerr << "--intended-batch: DeepSpeed refuses the config, so the batch you intend "
+                   "cannot be read from it: pass the train batch size you meant\n";
+      return kExitBadInput;
+    }
+    const int64_t intended = args.intended_batch.value_or(trained.value_or(1));
+    scenario["golden"]["train_batch_size"] = intended;
+    if (trained && *trained != intended) {
+      std::cout << "you intend train_batch_size " << intended << ": `trainrepro run` compares "
+                << "every step with one batch of " << intended << " and says why they differ\n";
+    } else if (!args.intended_batch) {
+      std::cout << "golden.train_batch_size " << intended << " (the batch this config trains "
+                << "with); if you meant another, pass --intended-batch N\n";
+    }
+    loaded = load_scenario_document(nlohmann::json::parse(scenario.dump()), args.output);
+  } catch (const ScenarioError& error) {
+    std::cerr << error.what() << "\n";
+    return kExitBadInput;
+  } catch (const ArgumentError& error) {
+    std::cerr << error.what() << "\n";
+    return kExitBadInput;
+  }
+  try {
+    write_file_atomically(args.output, scenario.dump(2) + "\n");
+  } catch (const std::exception& error) {
+    std::cerr << args.output << ": cannot write: " << error.what() << "\n";
+    return kExitInfrastructure;
+  }
+  std::cout << "wrote " << args.output << " (expect: pass; to keep it as a bug reproduction, set "
+            << "\"expect\" to the diagnosis `run` names)\n";
+  if (args.write_golden && std::holds_alternative<Plan>(resolve_plan(loaded, Device::cpu))) {
+    GoldenArgs golden;
+    golden.update = true;
+    golden.paths = {args.output};
+    golden.golden_dir = args.golden_dir;
+    if (const int status = run_golden(golden); status != kExitOk) return status;
+  }
+  std::cout << "next: trainrepro run " << args.output
+            << (args.golden_dir == "golden" ? "" : " --golden-dir " + args.golden_dir) << "\n";
+  return kExitOk;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,4 @@
+# Where tests/user_models/install_transformers.sh puts transformers (sourced after scripts/env.sh).
+TRAINREPRO_TRANSFORMERS_VERSION=5.23.0
+TRAINREPRO_TRANSFORMERS_HOME=$TRAINREPRO_CACHE/transformers-$TRAINREPRO_TRANSFORMERS_VERSION
+TRAINREPRO_TRANSFORMERS_STAMP=$TRAINREPRO_TRANSFORMERS_HOME/.trainrepro-complete
