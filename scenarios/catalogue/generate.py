@@ -419,3 +419,29 @@ fixed = scenario("deepspeed-warmup-cosine-first-group-only-fixed",
 bug["parameter_groups"] = groups
 fixed["parameter_groups"] = groups
 pair(bug, fixed)
+
+
+# ---------------------------------------------------------------------------------------------
+# The folder's README: every bug with its source, written from the files above.
+def write_readme():
+    rows = []
+    for path in sorted(HERE.glob("*.json")):
+        body = json.loads(path.read_text())
+        if body["expect"].get("outcome") == "pass":
+            continue
+        ref = body["reference"]
+        rows.append(f"| [`{body['name']}`]({path.name}) | {ref['project']} | "
+                    f"[{ref['url'].split('github.com/')[-1]}]({ref['url']}) | {ref['affected']} | "
+                    f"{ref['fixed']} | `{body['expect']['diagnosis']}` |")
+    (HERE / "README.md").write_text(
+        "# Catalogue of real bugs\n\n"
+        "Each entry reproduces a publicly reported DeepSpeed, transformers or accelerate bug about\n"
+        "gradient accumulation, loss scaling, learning-rate schedules, ZeRO memory or leaks, and has\n"
+        "a twin, `<name>-fixed.json`, that applies the fix and passes. Every file cites its source in\n"
+        "`\"reference\"` (shown beside the verdict). Written by `generate.py`; run\n"
+        "`build/trainrepro run scenarios/catalogue` to see each one reproduced and each fix pass.\n\n"
+        "| scenario | project | reported | affected | fixed | diagnosis |\n"
+        "| --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n")
+
+
+write_readme()

@@ -95,7 +95,7 @@ TEST_F(ScenarioLoading, UnknownModelNamesTheZoo) {
   scenario["model"]["name"] = "resnet";
   EXPECT_EQ(error_of(scenario), path_ +
                                     ":/model/name: unknown model \"resnet\"; available: "
-                                    "\"mlp\", \"gpt\"");
+                                    "\"mlp\", \"gpt\", \"torchscript\"");
 }
 
 TEST_F(ScenarioLoading, UnknownModelOptionIsRejected) {
