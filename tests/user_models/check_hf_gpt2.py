@@ -10,12 +10,14 @@ Usage: PYTHONPATH=$(tests/user_models/install_transformers.sh) python check_hf_g
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 from safetensors.torch import save_file
+
+from cli_checks import check, summary, trainrepro  # noqa: E402
 
 try:
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -23,22 +25,7 @@ except ImportError:
     print("skipped: no transformers on PYTHONPATH (tests/user_models/install_transformers.sh)")
     sys.exit(77)
 
-TRAINREPRO = pathlib.Path(sys.argv[1]).resolve()
 VOCAB, LENGTH = 30, 10
-failures = []
-
-
-def check(condition, what, output=""):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        failures.append(what)
-        print(output[-3000:])
-
-
-def trainrepro(*args, cwd):
-    done = subprocess.run([str(TRAINREPRO), *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    return done.returncode, done.stdout + done.stderr
 
 
 def write_files(folder):
@@ -99,8 +86,7 @@ def main():
         status, out = trainrepro("run", "zero1.json.s", cwd=folder)
         check(status == 0 and "ZeRO stage 1, 2 rank(s)" in out,
               "run: GPT-2 (tied embedding and head) at ZeRO 1 on 2 ranks passes", out)
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":

@@ -12,29 +12,15 @@ Usage: check_user_models.py TRAINREPRO  (the torch venv's python: it needs torch
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch
 from safetensors.torch import save_file
 
-TRAINREPRO = pathlib.Path(sys.argv[1]).resolve()
-failures = []
+from cli_checks import check, summary, trainrepro  # noqa: E402
 
-
-def check(condition, what, output=""):
-    print(("ok    " if condition else "FAIL  ") + what)
-    if not condition:
-        failures.append(what)
-        print(output[-3000:])
-
-
-def trainrepro(*args, cwd):
-    done = subprocess.run([str(TRAINREPRO), *map(str, args)], cwd=cwd, capture_output=True,
-                          text=True, timeout=300,
-                          env={**os.environ, "OMP_NUM_THREADS": "1"})
-    return done.returncode, done.stdout + done.stderr
 
 
 class Regressor(torch.nn.Module):
@@ -171,8 +157,7 @@ def main():
         check(status == 2 and "two-outputs.json:/model/options/file: " in out
               and "two-outputs.pt: forward returned (16, 2)" in out,
               "outputs of the wrong shape name the file and the shape needed", out)
-    print(f"{len(failures)} failure(s)")
-    return 1 if failures else 0
+    return summary()
 
 
 if __name__ == "__main__":
