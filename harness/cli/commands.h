@@ -35,6 +35,14 @@ struct NewScenarioArgs {
 };
 int run_new_scenario(const NewScenarioArgs& args);
 
+// `trainrepro export SCENARIO --python -o repro.py` (export_command.cpp).
+struct ExportArgs {
+  std::string scenario_file;
+  std::string output;
+  bool force = false;  // replace an existing output file
+};
+int run_export(const ExportArgs& args);
+
 struct RunArgs {
   std::vector<std::string> paths;
   std::string golden_dir = "golden";

@@ -90,6 +90,23 @@ int main(int argc, char** argv) {
       "  2  the config, a file or an option cannot make a scenario (nothing written)\n"
       "  3  the scenario or golden could not be written\n");
 
+  ExportArgs export_args;
+  CLI::App* export_scenario = app.add_subcommand(
+      "export", "Write a self-contained Python program that reproduces a scenario with PyTorch "
+                "and the real DeepSpeed, for an upstream issue");
+  export_scenario->add_option("SCENARIO", export_args.scenario_file, "the scenario file")
+      ->required();
+  bool as_python = false;
+  export_scenario->add_flag("--python", as_python, "a Python program (the only format)")
+      ->required();
+  export_scenario->add_option("-o,--out", export_args.output, "the program to write")->required();
+  export_scenario->add_flag("--force", export_args.force, "replace an existing file");
+  export_scenario->footer(
+      "Exit codes:\n"
+      "  0  written\n"
+      "  2  a bad scenario, or one the script cannot reproduce (said with its key)\n"
+      "  3  the program could not be written\n");
+
   RunArgs run_args;
   std::string device;
   CLI::App* run = app.add_subcommand(
@@ -257,6 +274,7 @@ int main(int argc, char** argv) {
 
   try {
     if (resolve->parsed()) return run_config_resolve(resolve_args);
+    if (export_scenario->parsed()) return run_export(export_args);
     if (new_scenario->parsed()) {
       new_args.write_golden = !no_golden;
       return run_new_scenario(new_args);

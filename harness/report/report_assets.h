@@ -1,19 +1,14 @@
 // The HTML report's template and assets (reports/template.html, report.css, charts.js,
-// report.js), compiled into the binary by cmake/embed_files.cmake: a report needs no file
-// beside the binary, and the page it writes needs no network.
+// report.js), compiled into the binary: a report needs no file beside the binary, and the page
+// it writes needs no network.
 #pragma once
-#include <cstddef>
-#include <string>
 #include <vector>
+
+#include "harness/files/embedded_file.h"
 
 namespace trainrepro {
 
-struct ReportAsset {
-  const char* name;  // "report.js"
-  const unsigned char* bytes;
-  size_t size;
-};
-
+using ReportAsset = EmbeddedFile;
 const std::vector<ReportAsset>& report_asset_table();
 
 }  // namespace trainrepro

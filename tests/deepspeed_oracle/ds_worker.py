@@ -73,6 +73,15 @@ def run(job, rank, world_size, record):
         names = golden["parameters"]
         module = zoo.build_model(job["model"], names,
                                  {n: tensors[f"init/{n}"] for n in names}, torch.float32)
+    elif job.get("seeded"):  # an exported script (trainrepro export --python): no golden file,
+        # trainrepro's own seeded initialisation, the user's frozen parameters frozen
+        module = zoo.build_model_with_defaults(job["model"])
+        zoo.initialise_as_trainrepro(module, job["model"].get("seed", 0))
+        module = module.float()
+        for name, parameter in module.named_parameters():
+            if any(zoo.is_within(name, entry) for entry in job["model"].get("frozen", [])):
+                parameter.requires_grad_(False)
+        names = [n for n, p in module.named_parameters() if p.requires_grad]
     else:  # a config trainrepro says DeepSpeed refuses: no golden, the model's own initialisation
         torch.manual_seed(job["model"].get("seed", 0))
         module = zoo.build_model_with_defaults(job["model"])
@@ -112,7 +121,8 @@ def run(job, rank, world_size, record):
     # Without a golden (DeepSpeed was expected to refuse the config), one optimizer step of the
     # loop still runs: some refusals come from the loop's habits (loss.backward() at stage 0).
     loop = job["loop"]
-    steps_wanted = job["steps"] if golden else 1
+    trains = golden or job.get("seeded")
+    steps_wanted = job["steps"] if trains else 1
     source = zoo.SampleSource(job["data"] if golden else zoo.data_with_defaults(job["data"]))
     parameters = zoo.trainable(engine.module)  # as the golden records them
     record["parameter_names"] = names

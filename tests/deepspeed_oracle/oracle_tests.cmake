@@ -83,6 +83,17 @@ foreach(scenario_file IN LISTS oracle_scenarios)
                        SKIP_RETURN_CODE 77)
 endforeach()
 
+# `trainrepro export --python`: each exportable accumulation, catalogue and 2-rank stage-0
+# scenario's script run with the real DeepSpeed shows what trainrepro expects (REPRODUCED or
+# AGREES); the others are listed with why they cannot be exported.
+file(GLOB export_scenarios CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/accumulation/*.json
+     ${PROJECT_SOURCE_DIR}/scenarios/catalogue/*.json
+     ${PROJECT_SOURCE_DIR}/scenarios/zero/stage0-2ranks-*.json)
+add_test(NAME oracle/exports COMMAND ${oracle} exports $<TARGET_FILE:trainrepro> ${export_scenarios}
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(oracle/exports PROPERTIES LABELS oracle FIXTURES_REQUIRED deepspeed_oracle
+                     PROCESSORS 2 TIMEOUT 1800)
+
 # DeepSpeed's DeepSpeedConfig against `trainrepro config resolve` on 656 batch configurations.
 add_test(NAME oracle/batch-table
          COMMAND ${oracle} batch-table --trainrepro $<TARGET_FILE:trainrepro>

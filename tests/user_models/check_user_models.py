@@ -157,6 +157,26 @@ def main():
         check(status == 2 and "two-outputs.json:/model/options/file: " in out
               and "two-outputs.pt: forward returned (16, 2)" in out,
               "outputs of the wrong shape name the file and the shape needed", out)
+        # export --python: a script for an upstream issue (run against DeepSpeed by oracle/exports).
+        repo = pathlib.Path(__file__).resolve().parents[2]
+        status, out = trainrepro("export", repo / "scenarios/accumulation/gas-missing.json",
+                                 "--python", "-o", "repro.py", cwd=folder)
+        script = (folder / "repro.py").read_text() if status == 0 else ""
+        try:
+            compile(script, "repro.py", "exec")
+            compiles = bool(script)
+        except SyntaxError as error:
+            compiles, out = False, out + str(error)
+        check(status == 0 and compiles and '"train_micro_batch_size_per_gpu": 8' in script
+              and "def main()" in script and "class SampleSource" in script,
+              "export: a self-contained script holding the config verbatim", out)
+        status, out = trainrepro("export", repo / "scenarios/accumulation/gas-missing.json",
+                                 "--python", "-o", "repro.py", cwd=folder)
+        check(status == 2 and "already exists" in out, "export: an existing script is kept", out)
+        status, out = trainrepro("export", "gas4.json.s", "--python", "-o", "mine.py", cwd=folder)
+        check(status == 2 and "gas4.json.s:/model/name: export --python writes the built-in "
+              "models only" in out and not (folder / "mine.py").exists(),
+              "export: a TorchScript model is refused with why", out)
     return summary()
 
 
