@@ -440,6 +440,7 @@ def write_readme():
         "a twin, `<name>-fixed.json`, that applies the fix and passes. Every file cites its source in\n"
         "`\"reference\"` (shown beside the verdict). Written by `generate.py`; run\n"
         "`build/trainrepro run scenarios/catalogue` to see each one reproduced and each fix pass.\n\n"
+        "Leads that could not be catalogued, and why: `NOT-CATALOGUED.md`.\n\n"
         "| scenario | project | reported | affected | fixed | diagnosis |\n"
         "| --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n")
 
