@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 
 #include "harness/files/safetensors.h"
+#include "models/shape_text.h"
 #include "models/user_file_path.h"
 
 namespace trainrepro {
@@ -16,16 +17,8 @@ namespace {
 
 constexpr int64_t kIgnoreIndex = -100;  // Hugging Face's labels for "not in the loss"
 
-std::string shape_of(const at::Tensor& tensor) {
-  std::string text = "(";
-  for (int64_t i = 0; i < tensor.dim(); ++i) {
-    text += (i ? ", " : "") + std::to_string(tensor.size(i));
-  }
-  return text + (tensor.dim() == 1 ? ",)" : ")");
-}
-
 std::string describe(const std::string& name, const at::Tensor& tensor) {
-  return "\"" + name + "\" " + shape_of(tensor) + " " + std::string(c10::toString(tensor.scalar_type()));
+  return "\"" + name + "\" " + python_shape(tensor) + " " + std::string(c10::toString(tensor.scalar_type()));
 }
 
 bool is_integer(const at::Tensor& tensor) {
@@ -103,7 +96,7 @@ SafetensorsData classify(const SafetensorsFile& file, const SampleFileCheck& che
   check.require(is_integer(inputs), "expected \"inputs\" floating (features) or integer (token "
                                     "ids), found " + describe("inputs", inputs));
   check.require(is_integer(targets) && targets.sizes() == inputs.sizes(),
-                "token data needs integer \"targets\" shaped like \"inputs\" " + shape_of(inputs) +
+                "token data needs integer \"targets\" shaped like \"inputs\" " + python_shape(inputs) +
                     ", found " + describe("targets", targets));
   check.require(inputs.min().item<int64_t>() >= 0,
                 "token ids in \"inputs\" must be >= 0, found " +
@@ -114,7 +107,7 @@ SafetensorsData classify(const SafetensorsFile& file, const SampleFileCheck& che
     check.require(attention.sizes() == inputs.sizes() &&
                       (attention.scalar_type() == at::kBool || is_integer(attention)),
                   "expected \"attention_mask\" of 0/1 shaped like \"inputs\" " +
-                      shape_of(inputs) + ", found " + describe("attention_mask", attention));
+                      python_shape(inputs) + ", found " + describe("attention_mask", attention));
     check.require(attention.to(at::kLong).ge(0).logical_and(attention.to(at::kLong).le(1)).all().item<bool>(),
                   "\"attention_mask\" must hold only 0 and 1");
     mask = mask.logical_and(attention.to(at::kBool));

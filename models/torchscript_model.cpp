@@ -1,6 +1,5 @@
 #include "models/torchscript_model.h"
 
-#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -8,18 +7,11 @@
 #include <ATen/ATen.h>
 
 #include "models/item_loss.h"
+#include "models/shape_text.h"
 #include "models/torchscript_file.h"
 
 namespace trainrepro {
 namespace {
-
-std::string shape_of(const at::Tensor& tensor) {
-  std::string text = "(";
-  for (int64_t i = 0; i < tensor.dim(); ++i) {
-    text += (i ? ", " : "") + std::to_string(tensor.size(i));
-  }
-  return text + ")";
-}
 
 class TorchScriptModel final : public ZooModel {
  public:
@@ -36,7 +28,7 @@ class TorchScriptModel final : public ZooModel {
       result = module_.forward({batch.inputs});
     } catch (const std::exception& failure) {
       const std::string what = failure.what();
-      throw UserModelError(path_ + ": forward failed on inputs " + shape_of(batch.inputs) +
+      throw UserModelError(path_ + ": forward failed on inputs " + python_shape(batch.inputs) +
                                " " + std::string(c10::toString(batch.inputs.scalar_type())) +
                                ": " + what.substr(0, what.find('\n')));
     }
@@ -132,11 +124,11 @@ class TorchScriptModel final : public ZooModel {
                  "class id (" + std::to_string(batch.targets.max().item<int64_t>()) + ")";
       fits = fits && outputs.dim() == 2 && outputs.size(1) > batch.targets.max().item<int64_t>();
     } else {
-      expected = shape_of(batch.targets) + " predictions for regression";
+      expected = python_shape(batch.targets) + " predictions for regression";
       fits = fits && outputs.sizes() == batch.targets.sizes();
     }
     if (!fits) {
-      throw UserModelError(path_ + ": forward returned " + shape_of(outputs) + " " +
+      throw UserModelError(path_ + ": forward returned " + python_shape(outputs) + " " +
                                std::string(c10::toString(outputs.scalar_type())) +
                                "; the data needs " + expected);
     }
