@@ -86,6 +86,8 @@ struct PerfRunArgs {
   std::optional<DeviceChoice> device;
   std::optional<int64_t> repetitions;  // replaces every scenario's
   double planted_slowdown = 0.0;  // proving `perf compare`: stretch every step by this fraction
+  bool take_turns = false;  // a worker of `perf compare`'s confirmation (turn_taking.h)
+  std::optional<int> pin_cpu;  // measure on this CPU only (cpu_pinning.h)
   std::string machine;          // the history's machine name (default the host name)
   RunProvenance provenance;
 };
@@ -97,8 +99,9 @@ struct PerfCompareArgs {
   double alpha = 0.01;
   double min_effect = 0.05;
   bool confirm = true;
-  int confirm_rounds = 3;
-  int confirm_repetitions = 5;
+  double screen_alpha = 0.05;
+  bool rerun_all = false;  // rerun every benchmark in turns, not only the suspected ones
+  int confirm_repetitions = 60;
   std::string baseline_build;
   std::string current_build;
 };

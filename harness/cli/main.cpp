@@ -187,6 +187,13 @@ int main(int argc, char** argv) {
                        "stretch every optimizer step by this fraction (0.05 = 5 %), a "
                        "regression of known size for proving `perf compare`")
       ->check(CLI::Range(0.0, 10.0));
+  perf_run->add_option("--pin-cpu", perf_run_args.pin_cpu,
+                       "measure on this CPU only (`perf compare` runs both builds' reruns on "
+                       "one CPU: each virtual CPU of a shared machine has its own neighbours)")
+      ->check(CLI::Range(0, 4095));
+  perf_run->add_flag("--take-turns", perf_run_args.take_turns,
+                     "run as a worker of `perf compare`'s confirmation: one round of "
+                     "repetitions per turn given on file descriptor 3 (not for use by hand)");
   perf_run->footer(
       "Exit codes:\n"
       "  0  measured (and every scaling expectation met)\n"
@@ -197,7 +204,7 @@ int main(int argc, char** argv) {
   PerfCompareArgs compare_args;
   CLI::App* perf_compare = perf->add_subcommand(
       "compare", "Compare two perf runs figure by figure (ratio, Mann-Whitney U, Cliff's delta); "
-                 "confirm a suspected regression by rerunning both builds A/B/A/B");
+                 "confirm a suspected regression by rerunning both builds in turns (A, B, B, A, …)");
   perf_compare->add_option("BASELINE", compare_args.baseline, "the earlier perf run")->required();
   perf_compare->add_option("CURRENT", compare_args.current, "the perf run to judge")->required();
   perf_compare->add_option("--alpha", compare_args.alpha, "significance level (default 0.01)")
@@ -205,14 +212,22 @@ int main(int argc, char** argv) {
   perf_compare->add_option("--min-effect", compare_args.min_effect,
                            "smallest change called a regression (default 0.05 = 5 %)")
       ->check(CLI::Range(0.0, 10.0));
+  perf_compare->add_option("--screen-alpha", compare_args.screen_alpha,
+                           "p below which a change of half the minimum effect is suspected and "
+                           "rerun (default 0.05)")
+      ->check(CLI::Range(1e-9, 0.5));
   bool no_confirm = false;
-  perf_compare->add_flag("--no-confirm", no_confirm,
-                         "report a suspected regression without rerunning the builds");
-  perf_compare->add_option("--confirm-rounds", compare_args.confirm_rounds,
-                           "A/B pairs of the confirmation (default 3)")
-      ->check(CLI::Range(1, 100));
+  CLI::Option* no_confirm_flag = perf_compare->add_flag("--no-confirm", no_confirm,
+                         "call regressions (p < alpha, at least the minimum effect) on the two "
+                         "files alone, without rerunning the builds");
+  perf_compare
+      ->add_flag("--rerun-all", compare_args.rerun_all,
+                 "rerun every benchmark in turns, suspected or not, and judge on the rerun "
+                 "alone (what scripts/nightly-perf does: two runs taken at different "
+                 "times differ by up to 10 % on a shared machine)")
+      ->excludes(no_confirm_flag);
   perf_compare->add_option("--confirm-repetitions", compare_args.confirm_repetitions,
-                           "repetitions per build and round (default 5)")
+                           "repetitions per build in the rerun, one round per turn (default 60)")
       ->check(CLI::Range(2, 1000));
   perf_compare->add_option("--baseline-build", compare_args.baseline_build,
                            "the trainrepro that measured BASELINE (default: as recorded in it)");
@@ -223,7 +238,7 @@ int main(int argc, char** argv) {
       "  0  no regression, or none survived the interleaved rerun\n"
       "  2  a file is not a perf run (file and JSON pointer named), or bad usage\n"
       "  3  a suspected regression could not be confirmed: a build is gone or was rebuilt\n"
-      "  4  a confirmed regression (with --no-confirm: a suspected one)\n");
+      "  4  a confirmed regression (with --no-confirm: one called on the two files alone)\n");
 
   PerfHistoryArgs history_args;
   CLI::App* perf_history = perf->add_subcommand(

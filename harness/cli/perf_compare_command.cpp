@@ -1,6 +1,7 @@
 // `trainrepro perf compare BASELINE CURRENT`: per benchmark and figure the ratio, the Mann–Whitney
-// p-value and Cliff's delta; a suspected regression (significant and at least the minimum effect)
-// is confirmed by rerunning both builds interleaved before exit code 4 reports it.
+// p-value and Cliff's delta; a suspected regression (past the loose screen, or already
+// significant and at least the minimum effect) is confirmed by rerunning both builds in
+// alternating processes, and only a regression called on the rerun is reported, exit code 4.
 #include <cstdio>
 #include <iostream>
 #include <set>
@@ -47,10 +48,15 @@ void warn_about_too_few_repetitions(const PerfComparison& comparison, double alp
   }
 }
 
-std::vector<const FigureComparison*> regressions_in(const PerfComparison& comparison) {
+// The rows called `call`, or with `or_suspected` also the suspected ones.
+std::vector<const FigureComparison*> rows_called(const PerfComparison& comparison,
+                                                 bool or_suspected) {
   std::vector<const FigureComparison*> found;
   for (const FigureComparison& row : comparison.rows) {
-    if (row.call == ChangeCall::regression) found.push_back(&row);
+    if (row.call == ChangeCall::regression ||
+        (or_suspected && row.call == ChangeCall::suspected)) {
+      found.push_back(&row);
+    }
   }
   return found;
 }
@@ -67,17 +73,19 @@ int run_perf_compare(const PerfCompareArgs& args) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;
   }
-  const CompareOptions options{args.alpha, args.min_effect};
+  const CompareOptions options{args.alpha, args.min_effect, args.screen_alpha};
   const PerfComparison comparison = compare_perf_runs(baseline, current, options);
   std::cout << "baseline " << args.baseline << " (" << baseline.context.commit << ", "
             << baseline.context.date << ")\ncurrent  " << args.current << " ("
             << current.context.commit << ", " << current.context.date << ")\n";
   std::printf("machine noise: the calibration varies by %.1f %% (baseline) and %.1f %% (current) "
               "between repetitions; the judged step time (step / calibration) by %.1f %% and "
-              "%.1f %%; a regression is called when p < %g and the change is at least %.1f %%\n",
+              "%.1f %%; a regression is called when p < %g and the change is at least %.1f %%, "
+              "suspected (and rerun) from p < %g and %.1f %%\n",
               comparison.baseline_noise * 100.0, comparison.current_noise * 100.0,
               comparison.baseline_judged_noise * 100.0, comparison.current_judged_noise * 100.0,
-              args.alpha, args.min_effect * 100.0);
+              args.alpha, args.min_effect * 100.0, args.screen_alpha,
+              args.min_effect * 50.0);
   if (std::max(comparison.baseline_judged_noise, comparison.current_judged_noise) >
       args.min_effect) {
     std::cout << "warning: the judged step time varied more than the minimum effect between "
@@ -91,22 +99,31 @@ int run_perf_compare(const PerfCompareArgs& args) {
   }
   print_rows(comparison, true);
   warn_about_too_few_repetitions(comparison, args.alpha);
-  const std::vector<const FigureComparison*> suspected = regressions_in(comparison);
-  if (suspected.empty()) {
-    std::cout << "no regression\n";
-    return kExitOk;
-  }
   if (!args.confirm) {
-    std::cout << suspected.size() << " regression(s), not confirmed (--no-confirm)\n";
+    const size_t called = rows_called(comparison, false).size();
+    if (called == 0) {
+      std::cout << "no regression (not rerun: --no-confirm)\n";
+      return kExitOk;
+    }
+    std::cout << called << " regression(s), not confirmed (--no-confirm)\n";
     return kExitConfirmedRegression;
   }
-
+  // What is rerun: every benchmark (--rerun-all), else the suspected ones.
+  const std::vector<const FigureComparison*> suspected = rows_called(comparison, true);
   std::set<std::string> names;
   for (const FigureComparison* row : suspected) names.insert(row->benchmark);
-  std::cout << suspected.size() << " suspected regression(s); confirming by rerunning both "
-            << "builds interleaved (A/B x " << args.confirm_rounds << ")\n";
+  if (args.rerun_all) {
+    for (const FigureComparison& row : comparison.rows) names.insert(row.benchmark);
+    std::cout << "rerunning all " << names.size() << " benchmark(s) with both builds in turns ("
+              << args.confirm_repetitions << " rounds each); the verdict is the rerun's\n";
+  } else if (suspected.empty()) {
+    std::cout << "no regression\n";
+    return kExitOk;
+  } else {
+    std::cout << suspected.size() << " suspected regression(s); confirming by rerunning both "
+              << "builds in turns (" << args.confirm_repetitions << " rounds each)\n";
+  }
   ConfirmationOptions confirm;
-  confirm.rounds = args.confirm_rounds;
   confirm.repetitions = args.confirm_repetitions;
   confirm.baseline_build = args.baseline_build;
   confirm.current_build = args.current_build;
@@ -118,20 +135,30 @@ int run_perf_compare(const PerfCompareArgs& args) {
     return kExitInfrastructure;
   }
   const PerfComparison again = compare_perf_runs(rerun.baseline, rerun.current, options);
-  std::cout << "interleaved rerun:\n";
+  std::printf("rerun in turns on CPU %d: the judged step time varied by %.1f %% (baseline) and "
+              "%.1f %% (current) between repetitions\n",
+              rerun.cpu, again.baseline_judged_noise * 100.0, again.current_judged_noise * 100.0);
   print_rows(again, true);
+  warn_about_too_few_repetitions(again, args.alpha);
   int confirmed = 0;
-  for (const FigureComparison* row : suspected) {
-    bool still = false;
-    for (const FigureComparison& repeat : again.rows) {
-      if (repeat.benchmark == row->benchmark && repeat.figure == row->figure &&
-          repeat.call == ChangeCall::regression) {
-        still = true;
-      }
+  if (args.rerun_all) {
+    for (const FigureComparison* row : rows_called(again, false)) {
+      std::cout << "CONFIRMED regression: " << row->benchmark << " " << row->figure << "\n";
+      ++confirmed;
     }
-    std::cout << (still ? "CONFIRMED regression: " : "not confirmed (noise): ") << row->benchmark
-              << " " << row->figure << "\n";
-    confirmed += still;
+  } else {
+    for (const FigureComparison* row : suspected) {
+      bool still = false;
+      for (const FigureComparison& repeat : again.rows) {
+        if (repeat.benchmark == row->benchmark && repeat.figure == row->figure &&
+            repeat.call == ChangeCall::regression) {
+          still = true;
+        }
+      }
+      std::cout << (still ? "CONFIRMED regression: " : "not confirmed (noise): ")
+                << row->benchmark << " " << row->figure << "\n";
+      confirmed += still;
+    }
   }
   if (confirmed == 0) {
     std::cout << "no confirmed regression\n";

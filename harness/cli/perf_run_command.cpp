@@ -2,6 +2,7 @@
 // (repetitions interleaved, each after a calibration kernel), prints each benchmark's medians and
 // the fitted scaling exponents, and writes the run as Google Benchmark JSON.
 #include <ATen/Parallel.h>
+#include <fcntl.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -14,9 +15,11 @@
 #include "harness/engine/runtime_info.h"
 #include "harness/files/sha256.h"
 #include "harness/perf/benchmark_json.h"
+#include "harness/perf/cpu_pinning.h"
 #include "harness/perf/figure_values.h"
 #include "harness/perf/mann_whitney.h"
 #include "harness/perf/perf_runner.h"
+#include "harness/perf/turn_taking.h"
 #include "harness/verdict/verdict.h"
 
 namespace trainrepro {
@@ -116,12 +119,31 @@ int run_perf_run(const PerfRunArgs& args) {
     return kExitBadInput;
   }
 
+  if (args.pin_cpu) {
+    try {
+      pin_process_to_cpu(*args.pin_cpu);
+    } catch (const std::runtime_error& error) {
+      std::cerr << "perf run: " << error.what() << "\n";
+      return kExitBadInput;
+    }
+  }
   PerfRunnerOptions options;
   options.planted_slowdown = args.planted_slowdown;
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  TurnTaker turns;
+  if (args.take_turns) {
+    if (::fcntl(TurnTaker::kTurnInput, F_GETFD) < 0 || ::fcntl(TurnTaker::kTurnDone, F_GETFD) < 0) {
+      std::cerr << "perf run: --take-turns needs file descriptors 3 and 4 open (it is how `perf "
+                   "compare` runs two builds in turns; not for use by hand)\n";
+      return kExitBadInput;
+    }
+    options.before_round = [&turns] { turns.wait_for_turn(); };
+    options.after_round = [&turns] { turns.end_turn(); };
+  }
   PerfRun run;
   try {
     run = measure_perf_plan(plan, options);
+    if (args.take_turns) turns.wait_for_the_end();
   } catch (const std::exception& error) {
     std::cerr << error.what() << "\n";
     return kExitInfrastructure;

@@ -1,23 +1,15 @@
 #include "harness/perf/confirm_regression.h"
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <map>
+#include <memory>
 #include <set>
 
 #include "harness/distributed/rank_work_folder.h"
 #include "harness/files/sha256.h"
 #include "harness/perf/benchmark_json.h"
-
-extern char** environ;
+#include "harness/perf/cpu_pinning.h"
+#include "harness/perf/turn_taking.h"
 
 namespace trainrepro {
 namespace {
@@ -71,67 +63,21 @@ std::string build_of(const PerfRun& run, const std::string& override_path, const
   return path;
 }
 
-// Runs one build's `perf run` on the suspected scenarios; "" on success, else why not.
-std::string run_build(const std::string& executable, const PerfRun& recorded,
-                      const std::string& filter, int repetitions, const std::string& out) {
+// One build's `perf run` of the suspected scenarios as a worker taking turns.
+std::unique_ptr<TurnWorker> start_worker(const std::string& executable, const PerfRun& recorded,
+                                         const std::string& filter, int repetitions, int cpu,
+                                         const std::string& out) {
   std::vector<std::string> arguments = {executable, "perf", "run"};
   for (const std::string& path : recorded.context.scenario_paths) arguments.push_back(path);
   arguments.insert(arguments.end(), {"--filter", filter, "--repetitions",
-                                     std::to_string(repetitions), "--out", out});
+                                     std::to_string(repetitions), "--out", out, "--take-turns",
+                                     "--pin-cpu", std::to_string(cpu)});
   if (recorded.context.planted_slowdown > 0.0) {
     arguments.push_back("--plant-slowdown");
     arguments.push_back(std::to_string(recorded.context.planted_slowdown));
   }
-  std::vector<char*> argv;
-  for (std::string& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-
-  const std::string log = out + ".log";
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  if (!recorded.context.working_directory.empty()) {
-    posix_spawn_file_actions_addchdir_np(&actions, recorded.context.working_directory.c_str());
-  }
-  pid_t pid = 0;
-  const int spawned = ::posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv.data(),
-                                    environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) return executable + ": cannot start: " + std::strerror(spawned);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  // 0: measured; 1: measured, a scaling expectation missed (not what is confirmed here).
-  const bool measured = WIFEXITED(status) && (WEXITSTATUS(status) <= 1);
-  if (!measured) {
-    std::ifstream in(log);
-    std::stringstream text;
-    text << in.rdbuf();
-    return executable + " perf run failed (" +
-           (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))
-                              : std::string("killed by a signal")) +
-           "):\n" + text.str();
-  }
-  return "";
-}
-
-// Appends `more`'s repetitions to the benchmarks of the same name in `pooled`.
-void pool(PerfRun& pooled, const PerfRun& more) {
-  if (pooled.benchmarks.empty()) {
-    pooled = more;
-    return;
-  }
-  std::map<std::string, PerfBenchmark*> by_name;
-  for (PerfBenchmark& benchmark : pooled.benchmarks) by_name[benchmark.name] = &benchmark;
-  for (const PerfBenchmark& benchmark : more.benchmarks) {
-    auto found = by_name.find(benchmark.name);
-    if (found == by_name.end()) continue;
-    for (const PerfRepetition& repetition : benchmark.repetitions) {
-      found->second->repetitions.push_back(repetition);
-    }
-  }
+  return std::make_unique<TurnWorker>(std::move(arguments), recorded.context.working_directory,
+                                      out + ".log");
 }
 
 }  // namespace
@@ -149,26 +95,53 @@ Confirmation rerun_interleaved(const PerfRun& baseline, const PerfRun& current,
 
   const std::string folder = create_rank_work_folder();
   const std::string filter = filter_for(current, benchmarks);
-  for (int round = 0; round < options.rounds && confirmation.not_possible.empty(); ++round) {
-    for (const bool is_current : {false, true}) {
-      const std::string out = folder + "/" + (is_current ? "b" : "a") + std::to_string(round) +
-                              ".json";
-      if (options.progress) {
-        options.progress("confirming: round " + std::to_string(round + 1) + "/" +
-                         std::to_string(options.rounds) + ", " +
-                         (is_current ? "current" : "baseline") + " build");
+  const std::string old_out = folder + "/baseline.json";
+  const std::string new_out = folder + "/current.json";
+  try {
+    // One CPU for both (cpu_pinning.h).
+    const int cpu = options.cpu >= 0 ? options.cpu : last_allowed_cpu();
+    confirmation.cpu = cpu;
+    std::unique_ptr<TurnWorker> old_worker =
+        start_worker(old_build, baseline, filter, options.repetitions, cpu, old_out);
+    std::unique_ptr<TurnWorker> new_worker =
+        start_worker(new_build, current, filter, options.repetitions, cpu, new_out);
+    // Both started and idle before the first turn: one's start-up never runs beside the
+    // other's measurements.
+    TurnWorker* stopped = !old_worker->wait_until_ready()   ? old_worker.get()
+                          : !new_worker->wait_until_ready() ? new_worker.get()
+                                                            : nullptr;
+    for (int round = 0; round < options.repetitions && !stopped; ++round) {
+      if (options.progress && round % 10 == 0) {
+        options.progress("confirming: rounds " + std::to_string(round + 1) + "-" +
+                         std::to_string(std::min(round + 10, options.repetitions)) + " of " +
+                         std::to_string(options.repetitions) + ", the two builds in turns");
       }
-      confirmation.not_possible = run_build(is_current ? new_build : old_build,
-                                            is_current ? current : baseline, filter,
-                                            options.repetitions, out);
-      if (!confirmation.not_possible.empty()) break;
-      try {
-        pool(is_current ? confirmation.current : confirmation.baseline, read_perf_run(out));
-      } catch (const PerfFormatError& error) {
-        confirmation.not_possible = error.what();
-        break;
-      }
+      // A B, B A, A B, …: neither build always follows the other.
+      TurnWorker* first = round % 2 == 0 ? old_worker.get() : new_worker.get();
+      TurnWorker* second = round % 2 == 0 ? new_worker.get() : old_worker.get();
+      if (!first->take_turn()) stopped = first;
+      else if (!second->take_turn()) stopped = second;
     }
+    if (stopped) {
+      // Its own failure, not the other's end of turns, is what went wrong.
+      confirmation.not_possible = stopped->finish();
+      if (confirmation.not_possible.empty()) {
+        confirmation.not_possible =
+            "a build stopped taking turns before its last round and exited without an error";
+      }
+    } else {
+      // One at a time: each waits for the end of its turns, so neither exits mid-measurement.
+      confirmation.not_possible = old_worker->finish();
+      if (confirmation.not_possible.empty()) confirmation.not_possible = new_worker->finish();
+    }
+    if (confirmation.not_possible.empty()) {
+      confirmation.baseline = read_perf_run(old_out);
+      confirmation.current = read_perf_run(new_out);
+    }
+  } catch (const PerfFormatError& error) {
+    confirmation.not_possible = error.what();
+  } catch (const std::runtime_error& error) {
+    confirmation.not_possible = error.what();
   }
   std::error_code ignored;
   std::filesystem::remove_all(folder, ignored);

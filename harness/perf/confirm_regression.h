@@ -1,6 +1,7 @@
 // Confirms a suspected regression before it is reported: both builds (the executables recorded in
-// the two runs' contexts) measure the suspected benchmarks again, alternating A, B, A, B, so a
-// change of the machine's load between the two original runs cannot pass for a regression.
+// the two runs' contexts) measure the suspected benchmarks again side by side, taking turns one
+// round of repetitions at a time (turn_taking.h), so a change of the machine's load between the
+// two original runs cannot pass for a regression, nor hide one.
 #pragma once
 #include <functional>
 #include <string>
@@ -11,8 +12,11 @@
 namespace trainrepro {
 
 struct ConfirmationOptions {
-  int rounds = 3;           // A/B pairs
-  int repetitions = 5;      // per build and round
+  // Per build, one round per turn. One repetition's judged step varies 6-13 % even in turns
+  // (each repetition builds a new model: its memory layout moves the small MLP's step); 60 a
+  // side put the median's error near 2.5 %, so a 10 % change reads as 4 standard errors.
+  int repetitions = 60;
+  int cpu = -1;  // both builds run on this CPU; -1: the last this process may use
   std::string baseline_build;  // override the executables the contexts name
   std::string current_build;
   std::function<void(const std::string&)> progress;
@@ -20,10 +24,11 @@ struct ConfirmationOptions {
 
 struct Confirmation {
   // Why the builds could not be rerun (a build gone or rebuilt, a rerun failed); empty when
-  // they were, and then the pooled repetitions of each build follow.
+  // they were, and then each build's rerun follows.
   std::string not_possible;
   PerfRun baseline;
   PerfRun current;
+  int cpu = -1;  // where both ran
 };
 
 Confirmation rerun_interleaved(const PerfRun& baseline, const PerfRun& current,

@@ -29,13 +29,21 @@ FigureComparison compare_values(const std::string& benchmark, const std::string&
   const MannWhitneyResult test = mann_whitney_u(before, after);
   row.p_value = test.p_value;
   row.cliffs_delta = test.cliffs_delta;
-  if (!judged || row.p_value >= options.alpha) return row;
-  const bool worse = larger_worse ? row.ratio >= 1.0 + options.min_effect
-                                  : row.ratio <= 1.0 / (1.0 + options.min_effect);
-  const bool better = larger_worse ? row.ratio <= 1.0 / (1.0 + options.min_effect)
-                                   : row.ratio >= 1.0 + options.min_effect;
-  if (worse) row.call = ChangeCall::regression;
-  if (better) row.call = ChangeCall::improvement;
+  if (!judged) return row;
+  // Worse (or better) by at least `effect`, in the figure's direction.
+  const auto worse_by = [&](double effect) {
+    return larger_worse ? row.ratio >= 1.0 + effect : row.ratio <= 1.0 / (1.0 + effect);
+  };
+  const auto better_by = [&](double effect) {
+    return larger_worse ? row.ratio <= 1.0 / (1.0 + effect) : row.ratio >= 1.0 + effect;
+  };
+  if (row.p_value < options.alpha && worse_by(options.min_effect)) {
+    row.call = ChangeCall::regression;
+  } else if (row.p_value < options.alpha && better_by(options.min_effect)) {
+    row.call = ChangeCall::improvement;
+  } else if (row.p_value < options.screen_alpha && worse_by(options.min_effect / 2.0)) {
+    row.call = ChangeCall::suspected;
+  }
   return row;
 }
 
@@ -129,6 +137,8 @@ const char* change_call_name(ChangeCall call) {
   switch (call) {
     case ChangeCall::unchanged:
       return "unchanged";
+    case ChangeCall::suspected:
+      return "suspected";
     case ChangeCall::regression:
       return "REGRESSION";
     case ChangeCall::improvement:

@@ -93,6 +93,7 @@ PerfRun measure_perf_plan(const PerfPlan& plan, const PerfRunnerOptions& options
   const size_t count = plan.benchmarks.size();
   int64_t done = 0;
   for (int64_t round = 0; round < rounds; ++round) {
+    if (options.before_round) options.before_round();
     for (size_t k = 0; k < count; ++k) {
       // Rotating the order: no benchmark always runs first (a cold cache) or last.
       const size_t index = (k + static_cast<size_t>(round)) % count;
@@ -122,6 +123,7 @@ PerfRun measure_perf_plan(const PerfPlan& plan, const PerfRunnerOptions& options
                          planned.name + line);
       }
     }
+    if (options.after_round) options.after_round();
   }
   run.scaling = fit_scaling(plan, run);
   run.targets = check_targets(plan, run);

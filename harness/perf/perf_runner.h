@@ -14,6 +14,10 @@ struct PerfRunnerOptions {
   double planted_slowdown = 0.0;
   // Called after each repetition: "[3/27] mlp-adamw-step: 1.92 ms/step".
   std::function<void(const std::string&)> progress;
+  // Called before and after each round (every benchmark's next repetition): `perf run
+  // --take-turns` waits for its turn there (turn_taking.h).
+  std::function<void()> before_round;
+  std::function<void()> after_round;
 };
 
 // Fills the benchmarks and the scaling fits; the context is the caller's. Throws

@@ -76,11 +76,22 @@ def main():
         slow = os.path.join(work, "history", "slow.json")
         run("perf", "run", MLP, "--repetitions", "5", "--out", slow, "--plant-slowdown", "2.0",
             expect_exit=0, output_regex=r"wrote ")
-        run("perf", "compare", baseline, slow, "--confirm-rounds", "3",
-            "--confirm-repetitions", "3", expect_exit=4,
+        run("perf", "compare", baseline, slow, "--confirm-repetitions", "6", expect_exit=4,
             output_regex=r"perf-mlp-adamw-gas4 +step_time .*REGRESSION.*suspected regression.*"
-                         r"interleaved rerun.*CONFIRMED regression: perf-mlp-adamw-gas4 step_time"
-                         r".*confirmed regression")
+                         r"rerun in turns on CPU [0-9]+.*CONFIRMED regression: "
+                         r"perf-mlp-adamw-gas4 step_time.*confirmed regression")
+        # --rerun-all (the nightly's way): judged on the rerun in turns alone, here the same
+        # build twice: nothing to call.
+        run("perf", "compare", baseline, baseline, "--rerun-all", "--confirm-repetitions", "6",
+            expect_exit=0,
+            output_regex=r"rerunning all 1 benchmark\(s\) with both builds in turns.*"
+                         r"rerun in turns on CPU.*no confirmed regression")
+        # The turn-taking worker is not for use by hand; --no-confirm and --rerun-all exclude
+        # each other.
+        run("perf", "run", MLP, "--take-turns", expect_exit=2,
+            output_regex=r"--take-turns needs file descriptors 3 and 4 open")
+        run("perf", "compare", baseline, slow, "--no-confirm", "--rerun-all", expect_exit=2,
+            output_regex=r"excludes")
         # Improvements are not regressions.
         run("perf", "compare", slow, baseline, "--no-confirm", expect_exit=0,
             output_regex=r"improvement.*no regression")

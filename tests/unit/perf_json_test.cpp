@@ -88,8 +88,12 @@ TEST(PerfJson, BadFieldsNameTheirPointer) {
 TEST(PerfCompare, CallsARegressionOnlyWhenSignificantAndLargeEnough) {
   const PerfRun before = two_repetition_run(0.002);
   const CompareOptions options{0.01, 0.05};
-  // 3 % slower in every repetition: significant, but below the minimum effect.
+  // 3 % slower in every repetition: significant, but below the minimum effect: not called, only
+  // suspected (at least half the minimum effect, p < the screen's 0.05), so a rerun decides.
   EXPECT_EQ(compare_perf_runs(before, two_repetition_run(0.00206), options).rows[0].call,
+            ChangeCall::suspected);
+  // 2 % slower: below the screen too.
+  EXPECT_EQ(compare_perf_runs(before, two_repetition_run(0.00204), options).rows[0].call,
             ChangeCall::unchanged);
   // 10 % slower: a regression; 10 % faster: an improvement.
   const PerfComparison slower = compare_perf_runs(before, two_repetition_run(0.0022), options);

@@ -1,0 +1,17 @@
+// Keeping a measurement on one CPU. On a shared virtual machine each virtual CPU has its own
+// neighbours on the host, and a process mostly stays on the CPU it started on: measured here, the
+// same build's judged step moved 4-10 % between two processes (and a planted +10 % once read as
+// 0.92) until both were pinned to the same CPU, after which two builds measured in turns agreed
+// within 3 % (A/A) and a planted +10 % read as +10 to +12 % in each of four tries.
+#pragma once
+
+namespace trainrepro {
+
+// The highest-numbered CPU this process may run on (CPU 0 usually takes the interrupts).
+int last_allowed_cpu();
+
+// Moves every thread of this process to `cpu`, and with them every thread they start later.
+// Throws std::runtime_error naming the CPU when the system refuses.
+void pin_process_to_cpu(int cpu);
+
+}  // namespace trainrepro
