@@ -175,6 +175,67 @@
     }
   }
 
+  // ---------- performance history (report --perf-history) ----------
+  // Per benchmark, each figure over the runs (oldest first): the median of a run's repetitions,
+  // their lowest and highest, and the change points. Benchmarks with a change point in a judged
+  // figure start open.
+  function performanceHistory(root) {
+    var p = obj(state.data.performance);
+    if (!p) return;
+    var runs = arr(p.runs).map(obj).filter(Boolean);
+    var xs = runs.map(function (r, i) { return i + 1; });
+    var sec = h('section', {id: 'performance'}, [h('h2', {text: 'Performance history'}),
+      h('p', {cls: 'hint', text: runs.length + ' perf runs from ' + str(p.folder) + ', oldest first (x: run number). ' +
+        'Each point is a run\u2019s median over its repetitions, the thin dashed lines their lowest and highest. ' +
+        'A red line marks a change point: the level moved with Mann\u2013Whitney p < ' + str(p.alpha) +
+        ' by at least ' + Charts.fmtPercent(num(p.min_effect) * 100) + ' and stayed there.'})]);
+    root.appendChild(sec);
+    var verdict = h('p', {cls: 'verdict'});
+    sec.appendChild(verdict);
+    var t = h('table', {cls: 'runs'}, [h('thead', {}, [h('tr', {}, ['run', 'commit', 'date', 'machine', 'file'].map(function (c) { return h('th', {text: c}); }))])]);
+    var tb = h('tbody'); t.appendChild(tb);
+    runs.forEach(function (r, i) {
+      tb.appendChild(h('tr', {}, [String(i + 1), str(r.commit), str(r.date), str(r.machine), str(r.file)].map(function (c, j) {
+        return h('td', {cls: j === 1 || j === 4 ? 'mono' : null, text: c}); })));
+    });
+    sec.appendChild(h('details', {cls: 'runs-fold'}, [h('summary', {text: runs.length + ' runs: commit, date, file'}), t]));
+    var unreadable = arr(p.unreadable).map(str).filter(Boolean);
+    if (unreadable.length) {
+      sec.appendChild(h('div', {cls: 'warn-box'}, [h('strong', {text: unreadable.length + ' perf run file(s) could not be read:'}),
+        h('ul', {}, unreadable.map(function (u) { return h('li', {text: u}); }))]));
+    }
+    var moved = [], worse = 0;
+    arr(p.benchmarks).map(obj).filter(Boolean).forEach(function (b) {
+      var row = h('div', {cls: 'chart-row'}), changes = [];
+      arr(b.figures).map(obj).filter(Boolean).forEach(function (f) {
+        var marks = arr(f.change_points).map(obj).filter(Boolean).map(function (c) {
+          var run = runs[c.run] || {};
+          var label = '\u00d7' + Charts.fmtNumber(num(c.ratio), 3) + ' at run ' + (c.run + 1) + (str(run.commit) ? ' (' + str(run.commit).slice(0, 7) + ')' : '');
+          if (f.judged) {
+            changes.push(str(f.title) + ' ' + label + ', p ' + Charts.fmtNumber(num(c.p), 2));
+            if (num(c.ratio) > 1) worse++;  // every judged figure is worse when larger
+          }
+          return {x: c.run + 1, label: label};
+        });
+        var bytes = str(f.unit) === 'bytes';
+        row.appendChild(Charts.line({title: str(f.title) + (f.judged ? '' : ' \u2014 information, not judged'), width: 560, height: 240,
+          x: {label: 'run (oldest first)', name: 'run'}, y: {label: str(f.unit), unit: bytes ? 'bytes' : undefined},
+          series: [{name: 'median', x: xs, y: arr(f.median)},
+                   {name: 'lowest and highest repetition', x: xs, y: arr(f.low), dash: '3 3', width: 1, points: false, color: '#7aa6d8'},
+                   {name: 'highest', x: xs, y: arr(f.high), dash: '3 3', width: 1, points: false, color: '#7aa6d8', legend: false}],
+          markers: marks}));
+      });
+      if (changes.length) moved.push(str(b.name));
+      var box = h('details', {cls: 'perf-benchmark'}, [h('summary', {text: str(b.name) + (changes.length ? ' \u2014 ' + changes.join('; ') : '')}), row]);
+      if (changes.length) box.open = true;
+      sec.appendChild(box);
+    });
+    verdict.className = 'verdict ' + (worse ? 'verdict-bad' : 'verdict-good');
+    verdict.textContent = moved.length ? moved.length + ' benchmark(s) changed level' + (worse ? ' (' + worse + ' change(s) for the worse)' : ' (each for the better)') + ': ' +
+                                         moved.join(', ') + ' (open below). A change point says where to look; `perf compare --rerun-all` says whether it is real.'
+                                       : 'No change point in any judged figure over these runs.';
+  }
+
   // ---------- the table ----------
   var COLUMNS = [
     {key: 'outcome', label: 'Outcome', val: function (sc) { return SEVERITY[sc.outcome]; }},
@@ -562,6 +623,7 @@
     });
     guard(root, 'the summary', function () { summary(root); });
     if (!state.counts) { state.counts = {}; OUTCOMES.forEach(function (o) { state.counts[o] = 0; }); }
+    guard(root, 'the performance history', function () { performanceHistory(root); });
     guard(root, 'the table', function () { table(root); });
     var list = h('section', {id: 'details'}, [h('h2', {text: 'Scenario details'}),
       h('p', {cls: 'hint', text: 'Click a scenario to open it; charts are drawn when it opens. Failed, not-reproduced and error scenarios are open already.'})]);

@@ -59,6 +59,7 @@ int run_scenarios(const RunArgs& args);
 struct ReportArgs {
   std::vector<std::string> paths;  // results folders or files
   std::string output = "reports/out/report.html";
+  std::string perf_history;  // a machine's history folder to draw too (reports/history/<machine>)
 };
 int run_report(const ReportArgs& args);
 

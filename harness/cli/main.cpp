@@ -137,11 +137,16 @@ int main(int argc, char** argv) {
       ->required();
   report->add_option("-o,--output", report_args.output,
                      "the page to write (default reports/out/report.html)");
+  report->add_option("--perf-history", report_args.perf_history,
+                     "also draw this machine's performance history (reports/history/<machine>, "
+                     "from `perf run --out`): every judged figure over the runs, change points "
+                     "marked");
   report->footer(
       "Exit codes:\n"
       "  0  the page was written from every file given\n"
       "  2  no results found, or some files were not results files (named on stderr; the page\n"
-      "     is written from the others and lists them)\n"
+      "     is written from the others and lists them); a --perf-history folder without a\n"
+      "     readable perf run\n"
       "  3  the page could not be written\n");
 
   GoldenArgs golden_args;

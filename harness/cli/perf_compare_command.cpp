@@ -1,7 +1,8 @@
 // `trainrepro perf compare BASELINE CURRENT`: per benchmark and figure the ratio, the Mann–Whitney
 // p-value and Cliff's delta; a suspected regression (past the loose screen, or already
-// significant and at least the minimum effect) is confirmed by rerunning both builds in
-// alternating processes, and only a regression called on the rerun is reported, exit code 4.
+// significant and at least the minimum effect), or with --rerun-all every benchmark, is judged
+// again on a rerun of both builds taking turns on one CPU (confirm_regression.h), and only a
+// regression called on that rerun is reported, exit code 4.
 #include <cstdio>
 #include <iostream>
 #include <set>

@@ -9,6 +9,7 @@
 #include "harness/cli/commands.h"
 #include "harness/files/atomic_write.h"
 #include "harness/json/printable.h"
+#include "harness/perf/perf_history.h"
 #include "harness/report/html_report.h"
 #include "harness/report/results_json.h"
 #include "harness/verdict/verdict.h"
@@ -101,6 +102,18 @@ int run_report(const ReportArgs& args) {
               << "; they are written by `trainrepro run --results DIR`; nothing written\n";
     return kExitBadInput;
   }
+  if (!args.perf_history.empty()) {
+    // The history's own statistics: `perf compare`'s and `perf history`'s defaults.
+    try {
+      input.performance = read_perf_history(args.perf_history, 0.01, 0.05);
+    } catch (const PerfHistoryError& error) {
+      std::cerr << "trainrepro report: --perf-history " << error.what() << "; nothing written\n";
+      return kExitBadInput;
+    }
+    for (const std::string& problem : input.performance->unreadable) {
+      std::cerr << "trainrepro report: skipped " << problem << "\n";
+    }
+  }
   try {
     write_file_atomically(args.output, html_report(input));
   } catch (const std::exception& error) {
@@ -111,8 +124,13 @@ int run_report(const ReportArgs& args) {
             << " scenarios" << (input.unreadable.empty() ? "" : ", ")
             << (input.unreadable.empty() ? "" : std::to_string(input.unreadable.size()) +
                                                     " files skipped")
+            << (input.performance ? ", performance history of " +
+                                         std::to_string(input.performance->runs.size()) + " runs"
+                                   : std::string())
             << ")\n";
-  return input.unreadable.empty() ? kExitOk : kExitBadInput;
+  const bool all_read =
+      input.unreadable.empty() && (!input.performance || input.performance->unreadable.empty());
+  return all_read ? kExitOk : kExitBadInput;
 }
 
 }  // namespace trainrepro

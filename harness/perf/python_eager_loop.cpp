@@ -13,7 +13,8 @@ namespace trainrepro {
 namespace {
 
 // The same work as reference_loops.cpp's hand-written loop: GAS micro-batches, each loss a mean
-// over its items divided by GAS, backward, then one optimizer step and zero_grad(set_to_none).
+// over its items divided by GAS, backward, then the config's gradient clipping, one optimizer
+// step and zero_grad(set_to_none).
 constexpr const char* kProgram = R"PY(
 import json, sys, time
 import torch
@@ -49,6 +50,8 @@ else:
 def step():
     for x, t in zip(inputs, targets):
         (loss_of(model(x), t) / gas).backward()
+    if spec["clip"] > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), spec["clip"])
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 def sync():
@@ -117,6 +120,7 @@ PerfRepetition measure_python_eager_loop(const Scenario& scenario, const Plan& p
       {"micro", plan.batch.micro_batch_per_gpu},
       {"warmup", scenario.performance->warmup_steps},
       {"measured", scenario.performance->measured_steps},
+      {"clip", plan.gradient_clipping},
       {"optimizer",
        {{"kind", optimizer.kind == OptimizerKind::sgd ? "sgd" : "adam"},
         {"decoupled", optimizer.kind == OptimizerKind::adamw ||

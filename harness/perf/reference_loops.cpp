@@ -4,6 +4,7 @@
 #include <optional>
 
 #include <ATen/ATen.h>
+#include <torch/nn/utils/clip_grad.h>
 
 #include "harness/engine/optimizer.h"
 #include "harness/engine/reference_engine.h"
@@ -71,6 +72,11 @@ PerfRepetition measure_reference_loop(const Scenario& scenario, const Plan& plan
     }
     if (probe) probe->sample(SamplePoint::boundary, micro_step, 0);
     if (!engine) {
+      // What the config asks of every step, written as a LibTorch user would: the same global
+      // norm clipping the engine does at the boundary.
+      if (plan.gradient_clipping > 0.0) {
+        torch::nn::utils::clip_grad_norm_(parameters, plan.gradient_clipping);
+      }
       optimizer.step(parameters);
       for (at::Tensor& parameter : parameters) parameter.mutable_grad().reset();
     }

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "harness/perf/mann_whitney.h"
 #include "harness/report/report_assets.h"
 #include "harness/report/results_json.h"
 
@@ -315,6 +316,64 @@ void replace_once(std::string& page, const std::string& placeholder, const std::
   page.replace(at, placeholder.size(), value);
 }
 
+// The "performance" object of reports/DATA.md: per benchmark and figure, each run's median and
+// range of repetitions, and the change points.
+json performance_data(const PerfHistoryInput& history) {
+  json runs = json::array();
+  for (size_t i = 0; i < history.runs.size(); ++i) {
+    const PerfContext& context = history.runs[i].context;
+    runs.push_back({{"commit", context.commit},
+                    {"date", context.date},
+                    {"machine", context.machine},
+                    {"file", i < history.files.size() ? history.files[i] : ""}});
+  }
+  json benchmarks = json::array();
+  for (const BenchmarkHistory& benchmark : benchmark_histories(history)) {
+    json figures = json::array();
+    for (const FigureHistory& figure : benchmark.figures) {
+      json median = json::array();
+      json low = json::array();
+      json high = json::array();
+      bool any = false;
+      for (const auto& values : figure.values) {
+        if (!values || values->empty()) {
+          median.push_back(nullptr);
+          low.push_back(nullptr);
+          high.push_back(nullptr);
+          continue;
+        }
+        any = true;
+        median.push_back(finite_or_null(median_of(*values)));
+        low.push_back(finite_or_null(*std::min_element(values->begin(), values->end())));
+        high.push_back(finite_or_null(*std::max_element(values->begin(), values->end())));
+      }
+      if (!any) continue;
+      json changes = json::array();
+      for (const ChangePoint& change : figure.change_points) {
+        changes.push_back({{"run", change.index},
+                           {"ratio", finite_or_null(change.ratio)},
+                           {"p", finite_or_null(change.p_value)}});
+      }
+      figures.push_back({{"title", figure.title},
+                         {"unit", figure.unit},
+                         {"judged", figure.judged},
+                         {"median", median},
+                         {"low", low},
+                         {"high", high},
+                         {"change_points", changes}});
+    }
+    benchmarks.push_back({{"name", benchmark.name}, {"figures", figures}});
+  }
+  json result = {{"folder", history.folder},
+                 {"alpha", history.alpha},
+                 {"min_effect", history.min_effect},
+                 {"runs", runs},
+                 {"unreadable", history.unreadable},
+                 {"benchmarks", benchmarks}};
+  round_numbers(result);
+  return result;
+}
+
 }  // namespace
 
 json report_data(const ReportInput& input) {
@@ -353,6 +412,7 @@ json report_data(const ReportInput& input) {
             {"seconds", seconds}}},
           {"deepspeed_versions", std::vector<std::string>(releases.rbegin(), releases.rend())},
           {"unreadable", unreadable},
+          {"performance", input.performance ? performance_data(*input.performance) : json(nullptr)},
           {"scenarios", scenarios}};
 }
 

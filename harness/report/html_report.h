@@ -2,11 +2,13 @@
 // and samples what the page shows (reports/DATA.md, the data object); the page's own script
 // (reports/report.js, charts.js) draws it. Reporters read results; they never run anything.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "harness/perf/perf_history.h"
 #include "harness/report/run_provenance.h"
 #include "harness/report/scenario_result.h"
 
@@ -21,6 +23,8 @@ struct ReportInput {
     std::string message;
   };
   std::vector<Unreadable> unreadable;  // files skipped, each with why
+  // `report --perf-history FOLDER`: a machine's performance history, drawn in its own section.
+  std::optional<PerfHistoryInput> performance;
 };
 
 // Curves in the page have at most this many points (the first, the last and a failing step

@@ -2,11 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <map>
 #include <sstream>
 
-#include "harness/perf/change_points.h"
-#include "harness/perf/figure_values.h"
 #include "harness/perf/mann_whitney.h"
 
 namespace trainrepro {
@@ -32,46 +29,8 @@ std::string number(double value) {
   return text;
 }
 
-struct Series {
-  std::string title;
-  std::vector<std::optional<std::vector<double>>> values;  // per run; absent where not measured
-};
-
-// The judged figures and the raw step time of one benchmark, across the runs.
-std::vector<Series> series_of(const std::string& name, const std::vector<PerfRun>& runs) {
-  std::vector<Series> all = {{"step time (calibration units, judged)", {}},
-                             {"step time (ms)", {}},
-                             {"peak tensor bytes", {}},
-                             {"peak host heap bytes", {}}};
-  for (const PerfRun& run : runs) {
-    const PerfBenchmark* found = nullptr;
-    for (const PerfBenchmark& benchmark : run.benchmarks) {
-      if (benchmark.name == name) found = &benchmark;
-    }
-    if (!found) {
-      for (Series& series : all) series.values.push_back(std::nullopt);
-      continue;
-    }
-    std::vector<double> milliseconds = figure_values(*found, PerfFigure::step_time);
-    for (double& value : milliseconds) value *= 1e3;
-    const std::vector<std::vector<double>> figures = {
-        normalised_step_times(*found), milliseconds,
-        figure_values(*found, PerfFigure::peak_tensor_bytes),
-        figure_values(*found, PerfFigure::peak_host_bytes)};
-    for (size_t i = 0; i < all.size(); ++i) {
-      if (figures[i].empty()) {
-        all[i].values.push_back(std::nullopt);
-      } else {
-        all[i].values.push_back(figures[i]);
-      }
-    }
-  }
-  return all;
-}
-
 // One chart: x the runs in order, y the median with a bar from min to max; change points red.
-std::string chart(const Series& series, const std::vector<PerfRun>& runs,
-                  const PerfHistoryInput& input) {
+std::string chart(const FigureHistory& series, const std::vector<PerfRun>& runs) {
   std::vector<size_t> present;
   std::vector<std::vector<double>> history;
   for (size_t i = 0; i < series.values.size(); ++i) {
@@ -105,12 +64,6 @@ std::string chart(const Series& series, const std::vector<PerfRun>& runs,
                              : (width - left - right) / 2);
   };
   auto y_of = [&](double v) { return top + (height - top - bottom) * (high - v) / (high - low); };
-  std::vector<ChangePoint> changes;
-  try {
-    changes = detect_change_points(history, input.alpha, input.min_effect);
-  } catch (const std::invalid_argument&) {
-    changes.clear();  // too short or degenerate: the chart alone
-  }
   std::ostringstream svg;
   svg << "<figure><figcaption>" << escaped(series.title) << "</figcaption><svg width=\"" << width
       << "\" height=\"" << height << "\" role=\"img\">";
@@ -134,8 +87,8 @@ std::string chart(const Series& series, const std::vector<PerfRun>& runs,
         << escaped(runs[i].context.commit.substr(0, 7)) << "</text>";
   }
   svg << "<path class=\"median\" d=\"" << path << "\"/>";
-  for (const ChangePoint& change : changes) {
-    const double x = x_of(present[change.index]);
+  for (const ChangePoint& change : series.change_points) {
+    const double x = x_of(change.index);
     svg << "<line class=\"change\" x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << top
         << "\" y2=\"" << height - bottom << "\"/><text class=\"change\" x=\"" << x + 4
         << "\" y=\"" << top + 12 << "\">x" << number(change.ratio) << " (p "
@@ -148,14 +101,7 @@ std::string chart(const Series& series, const std::vector<PerfRun>& runs,
 }  // namespace
 
 std::string perf_history_page(const PerfHistoryInput& input) {
-  std::vector<std::string> names;
-  for (const PerfRun& run : input.runs) {
-    for (const PerfBenchmark& benchmark : run.benchmarks) {
-      if (std::find(names.begin(), names.end(), benchmark.name) == names.end()) {
-        names.push_back(benchmark.name);
-      }
-    }
-  }
+  const std::vector<BenchmarkHistory> histories = benchmark_histories(input);
   std::ostringstream page;
   page << "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>trainrepro "
           "performance history</title><style>"
@@ -166,7 +112,7 @@ std::string perf_history_page(const PerfHistoryInput& input) {
           "circle{fill:#2563eb}line.change{stroke:#dc2626;stroke-dasharray:4 3}"
           "text.change{fill:#dc2626;font-size:11px}.axis{font-size:10px;fill:#666}td,th{padding:2px 8px;text-align:left}"
           ".unreadable{color:#b91c1c}</style></head><body>";
-  page << "<h1>Performance history</h1><p>" << input.runs.size() << " runs, " << names.size()
+  page << "<h1>Performance history</h1><p>" << input.runs.size() << " runs, " << histories.size()
        << " benchmarks. Each point is the median of a run's repetitions, the bar their range. A "
           "red line marks a change point: the level shifts with Mann–Whitney p &lt; "
        << number(input.alpha) << " and by at least " << number(input.min_effect * 100.0)
@@ -182,11 +128,9 @@ std::string perf_history_page(const PerfHistoryInput& input) {
   for (const std::string& problem : input.unreadable) {
     page << "<p class=\"unreadable\">not read: " << escaped(problem) << "</p>";
   }
-  for (const std::string& name : names) {
-    page << "<h2>" << escaped(name) << "</h2>";
-    for (const Series& series : series_of(name, input.runs)) {
-      page << chart(series, input.runs, input);
-    }
+  for (const BenchmarkHistory& history : histories) {
+    page << "<h2>" << escaped(history.name) << "</h2>";
+    for (const FigureHistory& figure : history.figures) page << chart(figure, input.runs);
   }
   page << "</body></html>\n";
   return page.str();

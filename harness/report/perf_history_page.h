@@ -6,17 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/perf/perf_run.h"
+#include "harness/perf/perf_history.h"
 
 namespace trainrepro {
-
-struct PerfHistoryInput {
-  std::vector<PerfRun> runs;  // in time order (context.date)
-  std::vector<std::string> files;
-  std::vector<std::string> unreadable;  // "FILE: why", listed on the page
-  double alpha = 0.01;
-  double min_effect = 0.05;
-};
 
 std::string perf_history_page(const PerfHistoryInput& input);
 

@@ -130,6 +130,40 @@ def main():
         html = open(page).read()
         check("<svg" in html and "perf-mlp-adamw-gas4" in html, "history page lacks its chart")
         check('class="change"' in html, "history page marks no change point at the slow run")
+        # The same history in the report, beside a run's results: the data names the change.
+        results = os.path.join(work, "results")
+        run("run", MLP, "--results", results, expect_exit=0, output_regex=r"passed")
+        report_page = os.path.join(work, "report.html")
+        run("report", results, "--perf-history", history, "-o", report_page, expect_exit=0,
+            output_regex=r"performance history of 3 runs")
+        text = open(report_page).read()
+        data = json.loads(re.search(r'<script id="report-data" type="application/json">(.*?)'
+                                    r'</script>', text, re.DOTALL).group(1))
+        performance = data["performance"]
+        check(len(performance["runs"]) == 3 and performance["runs"][2]["date"].startswith("9999"),
+              f"report's performance runs: {performance['runs']}")
+        judged = performance["benchmarks"][0]["figures"][0]
+        # Run 1 against run 0 (the same build, another process) may be marked too: two processes
+        # differ by up to 10 % here (README, "perf history"); the slow run must be.
+        check(judged["judged"] and len(judged["median"]) == 3 and
+              2 in [c["run"] for c in judged["change_points"]],
+              f"report's judged step history lacks the change at the slow run: {judged}")
+        # The page with its history renders in headless Chromium without a script error (the
+        # report's own browser test; skipped where no Chromium is installed).
+        browser = subprocess.run(
+            [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                          "report", "browser_test.py"),
+             "--page", report_page, "--out", os.path.join(work, "browser"),
+             "--skip-without-chromium"], capture_output=True, text=True, timeout=600)
+        check(browser.returncode in (0, 77),
+              f"the report with a performance history fails in Chromium:\n{browser.stdout}"
+              f"{browser.stderr}")
+        run("report", results, "--perf-history", os.path.join(work, "no-such-history"), "-o",
+            os.path.join(work, "not-written.html"), expect_exit=2,
+            output_regex=r"--perf-history .*no-such-history: expected a folder of perf runs.*"
+                         r"nothing written")
+        check(not os.path.exists(os.path.join(work, "not-written.html")),
+              "a report was written despite a bad --perf-history")
 
         # Scenarios: a missed scaling expectation is exit 1; a typo is exit 2 at its pointer.
         sweep = json.load(open(GAS_SWEEP))
