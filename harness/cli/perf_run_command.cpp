@@ -170,8 +170,16 @@ int run_perf_run(const PerfRunArgs& args) {
     char line[256];
     std::snprintf(line, sizeof line, "target %s / %s = %.3f (at most %.3f): %s",
                   target.benchmark.c_str(), target.relative_to.c_str(), target.ratio,
-                  target.at_most, target.met() ? "met" : "MISSED");
-    std::cout << line << "\n";
+                  target.at_most,
+                  !target.above() ? "met"
+                  : target.met()  ? "above it, within the noise (not missed)"
+                                  : "MISSED");
+    std::cout << line;
+    if (target.above()) {
+      std::printf(" (one-sided Mann-Whitney p %.2g, missed below %g)", target.p_value,
+                  kTargetAlpha);
+    }
+    std::cout << "\n";
     scaling_met = scaling_met && target.met();
   }
   if (!args.output.empty()) {

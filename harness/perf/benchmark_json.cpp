@@ -249,6 +249,7 @@ nlohmann::json perf_run_to_json(const PerfRun& run) {
                        {"relative_to", target.relative_to},
                        {"ratio", target.ratio},
                        {"at_most", target.at_most},
+                       {"p_value_above", target.p_value},
                        {"met", target.met()}});
   }
   return {{"context", context_to_json(run.context)},

@@ -62,13 +62,20 @@ struct ScalingFitResult {
 };
 
 // A scenario's target ratio to another benchmark of the same run (step time in calibration
-// units, medians).
+// units, medians). Missed only when the ratio is above the target *and* the repetitions show it:
+// the one-sided Mann–Whitney test of this benchmark's values against the other's times the
+// target has p < kTargetAlpha. Two benchmarks of one process differ by 2-4 % between runs here
+// (the probes' 1.02 target read 0.98-1.08 in four runs of the same build), so a median alone
+// above the target is noise as often as not.
+constexpr double kTargetAlpha = 0.01;
 struct TargetResult {
   std::string benchmark;
   std::string relative_to;
   double ratio = 0.0;
   double at_most = 0.0;
-  bool met() const { return ratio <= at_most; }
+  double p_value = 1.0;  // one-sided: that this benchmark is slower than the target allows
+  bool above() const { return ratio > at_most; }
+  bool met() const { return !(above() && p_value < kTargetAlpha); }
 };
 
 // Where and how the run happened: enough to rerun it (`perf compare`'s confirmation does).

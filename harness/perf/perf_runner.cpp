@@ -71,9 +71,14 @@ std::vector<TargetResult> check_targets(const PerfPlan& plan, const PerfRun& run
     if (!target) continue;
     for (const PerfBenchmark& other : run.benchmarks) {
       if (other.name != target->benchmark || other.repetitions.empty()) continue;
-      const double ratio = median_of(normalised_step_times(run.benchmarks[i])) /
-                           median_of(normalised_step_times(other));
-      results.push_back({run.benchmarks[i].name, other.name, ratio, target->at_most});
+      const std::vector<double> mine = normalised_step_times(run.benchmarks[i]);
+      std::vector<double> allowed = normalised_step_times(other);
+      for (double& value : allowed) value *= target->at_most;
+      const double ratio = median_of(mine) / median_of(normalised_step_times(other));
+      // One-sided: half the two-sided p when the difference is in the direction tested.
+      const MannWhitneyResult test = mann_whitney_u(allowed, mine);
+      const double p = ratio > target->at_most ? test.p_value / 2.0 : 1.0;
+      results.push_back({run.benchmarks[i].name, other.name, ratio, target->at_most, p});
     }
   }
   return results;

@@ -195,7 +195,7 @@ def main():
             "--repetitions", "2", expect_exit=0, allowed_exits=[0, 1],
             output_regex=r"perf-mlp-adamw-gas4-python-eager +[0-9.]+ ms/step.*"
                          r"target perf-mlp-adamw-gas4-engine / perf-mlp-adamw-gas4-hand-written "
-                         r"= [0-9.]+ \(at most 1\.050\): (met|MISSED)")
+                         r"= [0-9.]+ \(at most 1\.050\): (met|MISSED|above it, within the noise)")
         eager = json.load(open("scenarios/perf/gpt-adamw-zero1.json"))
         eager["performance"]["loop"] = "python_eager"
         eager_file = os.path.join(work, "eager.json")
