@@ -1,12 +1,14 @@
 #include "harness/perf/turn_taking.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -74,8 +76,8 @@ void TurnTaker::wait_for_the_end() {
 }
 
 TurnWorker::TurnWorker(std::vector<std::string> arguments, const std::string& working_directory,
-                       std::string log)
-    : executable_(arguments.front()), log_(std::move(log)) {
+                       std::string log, double answer_seconds)
+    : executable_(arguments.front()), log_(std::move(log)), answer_seconds_(answer_seconds) {
   // A worker that dies must not kill the coordinator when it next writes a turn.
   ::signal(SIGPIPE, SIG_IGN);
   int turn[2];
@@ -129,9 +131,24 @@ TurnWorker::~TurnWorker() {
   }
 }
 
-bool TurnWorker::wait_until_ready() { return read_byte(done_fd_); }
+bool TurnWorker::wait_for_answer() {
+  pollfd answer{done_fd_, POLLIN, 0};
+  const auto timeout = static_cast<int>(answer_seconds_ * 1000.0);
+  int ready = 0;
+  do {
+    ready = ::poll(&answer, 1, timeout);
+  } while (ready < 0 && errno == EINTR);
+  if (ready == 0) {
+    silent_ = true;
+    ::kill(pid_, SIGKILL);
+    return false;
+  }
+  return read_byte(done_fd_);
+}
 
-bool TurnWorker::take_turn() { return write_byte(turn_fd_) && read_byte(done_fd_); }
+bool TurnWorker::wait_until_ready() { return wait_for_answer(); }
+
+bool TurnWorker::take_turn() { return write_byte(turn_fd_) && wait_for_answer(); }
 
 std::string TurnWorker::finish() {
   close_fd(turn_fd_);  // end of file: no more turns
@@ -140,6 +157,12 @@ std::string TurnWorker::finish() {
   while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
+  if (silent_) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", answer_seconds_);
+    return executable_ + " perf run did not finish a round within " + seconds +
+           " s and was stopped; its output:\n" + text_of(log_);
+  }
   if (WIFEXITED(status) && WEXITSTATUS(status) <= 1) return "";
   return executable_ + " perf run failed (" +
          (WIFEXITED(status) ? "exit code " + std::to_string(WEXITSTATUS(status))

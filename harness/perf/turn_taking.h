@@ -37,15 +37,18 @@ class TurnWorker {
  public:
   // Starts `arguments` (the executable first) in `working_directory` (when not empty), its
   // output in `log`. Throws std::runtime_error when it cannot start.
+  // A worker silent for `answer_seconds` (start-up, or one round) is stopped and counts as dead:
+  // a hung build must not hang a nightly job.
   TurnWorker(std::vector<std::string> arguments, const std::string& working_directory,
-             std::string log);
+             std::string log, double answer_seconds = 1800.0);
   ~TurnWorker();
   TurnWorker(const TurnWorker&) = delete;
   TurnWorker& operator=(const TurnWorker&) = delete;
 
-  // Waits until the worker is ready to measure; false when it has died.
+  // Waits until the worker is ready to measure; false when it has died or went silent.
   bool wait_until_ready();
-  // Lets the worker run one round and waits until it is done; false when the worker has died.
+  // Lets the worker run one round and waits until it is done; false when the worker has died or
+  // went silent.
   bool take_turn();
   // Tells the worker no more turns come, waits for it; "" when it exited 0 or 1 (measured; 1:
   // a scaling expectation missed, not what is judged here), else why not, with its output.
@@ -58,6 +61,10 @@ class TurnWorker {
   int done_fd_ = -1;  // and reads the end of the round here
   std::string executable_;
   std::string log_;
+  double answer_seconds_;
+  bool silent_ = false;  // stopped for not answering in time
+
+  bool wait_for_answer();
 };
 
 }  // namespace trainrepro

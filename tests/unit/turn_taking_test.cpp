@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -57,6 +58,21 @@ TEST(TurnTaking, AWorkerThatStopsMidwayIsSeen) {
   EXPECT_TRUE(worker.take_turn());
   EXPECT_FALSE(worker.take_turn());
   EXPECT_NE(worker.finish().find("killed by a signal"), std::string::npos);
+  std::filesystem::remove(log);
+}
+
+TEST(TurnTaking, AWorkerThatHangsIsStoppedAndSaidSo) {
+  const std::string log = temporary_log("hung");
+  TurnWorker worker({"/bin/sh", "-c", "printf r >&4; echo measuring; sleep 60"}, "", log, 0.5);
+  ASSERT_TRUE(worker.wait_until_ready());
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(worker.take_turn());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  const std::string problem = worker.finish();
+  EXPECT_NE(problem.find("did not finish a round within 0.5 s and was stopped; its output:\n"
+                         "measuring"),
+            std::string::npos)
+      << problem;
   std::filesystem::remove(log);
 }
 
