@@ -240,9 +240,10 @@ int main(int argc, char** argv) {
                            "the trainrepro that measured CURRENT (default: as recorded in it)");
   perf_compare->footer(
       "Exit codes:\n"
-      "  0  no regression, or none survived the interleaved rerun\n"
+      "  0  no regression, or none called on the rerun in turns\n"
       "  2  a file is not a perf run (file and JSON pointer named), or bad usage\n"
-      "  3  a suspected regression could not be confirmed: a build is gone or was rebuilt\n"
+      "  3  the rerun was not possible: a build is gone, rebuilt or too old to take turns, or\n"
+      "     it died or hung (its output printed)\n"
       "  4  a confirmed regression (with --no-confirm: one called on the two files alone)\n");
 
   PerfHistoryArgs history_args;
