@@ -167,7 +167,7 @@ int run_perf_run(const PerfRunArgs& args) {
     scaling_met = scaling_met && fit.met();
   }
   for (const TargetResult& target : run.targets) {
-    char line[256];
+    char line[320];
     std::snprintf(line, sizeof line, "target %s / %s = %.3f (at most %.3f): %s",
                   target.benchmark.c_str(), target.relative_to.c_str(), target.ratio,
                   target.at_most,
@@ -176,8 +176,9 @@ int run_perf_run(const PerfRunArgs& args) {
                                   : "MISSED");
     std::cout << line;
     if (target.above()) {
-      std::printf(" (one-sided Mann-Whitney p %.2g, missed below %g)", target.p_value,
-                  kTargetAlpha);
+      std::snprintf(line, sizeof line, " (one-sided Mann-Whitney p %.2g, missed below %g)",
+                    target.p_value, kTargetAlpha);
+      std::cout << line;
     }
     std::cout << "\n";
     scaling_met = scaling_met && target.met();

@@ -9,6 +9,7 @@
 #include "harness/cli/commands.h"
 #include "harness/files/atomic_write.h"
 #include "harness/json/printable.h"
+#include "harness/perf/perf_compare.h"
 #include "harness/perf/perf_history.h"
 #include "harness/report/html_report.h"
 #include "harness/report/results_json.h"
@@ -103,9 +104,10 @@ int run_report(const ReportArgs& args) {
     return kExitBadInput;
   }
   if (!args.perf_history.empty()) {
-    // The history's own statistics: `perf compare`'s and `perf history`'s defaults.
+    // The history's own statistics: `perf compare`'s defaults, as `perf history` uses.
+    const CompareOptions defaults;
     try {
-      input.performance = read_perf_history(args.perf_history, 0.01, 0.05);
+      input.performance = read_perf_history(args.perf_history, defaults.alpha, defaults.min_effect);
     } catch (const PerfHistoryError& error) {
       std::cerr << "trainrepro report: --perf-history " << error.what() << "; nothing written\n";
       return kExitBadInput;
