@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "harness/report/run_provenance.h"
+#include "harness/scenario/plan.h"
 #include "harness/scenario/scenario.h"
 
 namespace trainrepro {
@@ -79,6 +80,16 @@ struct RankRunArgs {
   RunProvenance provenance;
 };
 int run_rank(const RankRunArgs& args);
+
+struct RankMeasureArgs {
+  std::string scenario_file;  // the planned scenario's JSON, written by `perf run`
+  std::string label;          // how messages name it: the user's file (and swept value)
+  Device device = Device::cpu;
+  double planted_slowdown = 0.0;
+  std::string rank_cpus;      // "1,0": rank r runs on the r-th; empty: not pinned
+  std::string result_file;    // rank 0's one-repetition perf run
+};
+int run_rank_measure(const RankMeasureArgs& args);
 
 struct PerfRunArgs {
   std::vector<std::string> paths;

@@ -273,6 +273,21 @@ int main(int argc, char** argv) {
   rank_run->add_option("--device", rank_device)->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   rank_run->group("");  // hidden from --help
 
+  RankMeasureArgs rank_measure_args;
+  std::string rank_measure_device = "cpu";
+  CLI::App* rank_measure = app.add_subcommand(
+      "rank-measure",
+      "One rank of a multi-rank perf benchmark, as `perf run` starts it (internal)");
+  rank_measure->add_option("SCENARIO", rank_measure_args.scenario_file)->required();
+  rank_measure->add_option("--label", rank_measure_args.label)->required();
+  rank_measure->add_option("--device", rank_measure_device)
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  rank_measure->add_option("--plant-slowdown", rank_measure_args.planted_slowdown)
+      ->check(CLI::Range(0.0, 10.0));
+  rank_measure->add_option("--rank-cpus", rank_measure_args.rank_cpus);
+  rank_measure->add_option("--result-file", rank_measure_args.result_file)->required();
+  rank_measure->group("");  // hidden from --help
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
@@ -311,6 +326,10 @@ int main(int argc, char** argv) {
       return run_perf_compare(compare_args);
     }
     if (perf_history->parsed()) return run_perf_history(history_args);
+    if (rank_measure->parsed()) {
+      rank_measure_args.device = rank_measure_device == "cuda" ? Device::cuda : Device::cpu;
+      return run_rank_measure(rank_measure_args);
+    }
     if (rank_run->parsed()) {
       rank_args.provenance = current_run_provenance(argc, argv);
       rank_args.device = device_choice_from(rank_device);

@@ -12,6 +12,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/scenario_discovery.h"
+#include "harness/distributed/mpi_session.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/files/sha256.h"
 #include "harness/perf/benchmark_json.h"
@@ -90,9 +91,16 @@ int run_perf_run(const PerfRunArgs& args) {
   for (const DiscoveryError& error : discovered.errors) std::cerr << error.message << "\n";
   if (!discovered.errors.empty()) return kExitBadInput;
 
+  if (launched_by_mpi()) {
+    std::cerr << "perf run: started by an MPI launcher (mpirun or srun); perf run starts the "
+                 "ranks of a multi-rank benchmark itself: run it as one process\n";
+    return kExitBadInput;
+  }
   PerfPlanOptions plan_options;
   plan_options.device_override = args.device;
   plan_options.cuda_available = cuda_is_available();
+  plan_options.cuda_devices = cuda_device_count();
+  plan_options.mpirun_available = mpi_available();
   plan_options.repetitions = args.repetitions;
   PerfPlan plan;
   try {
@@ -112,6 +120,11 @@ int run_perf_run(const PerfRunArgs& args) {
     plan.benchmarks = std::move(kept);
   }
   for (const std::string& skipped : plan.skipped) std::cout << skipped << "\n";
+  if (plan.benchmarks.empty() && !plan.skipped.empty()) {
+    std::cerr << "perf run: nothing to measure on this machine: " << plan.skipped.size()
+              << " scenario file(s) skipped (above)\n";
+    return kExitBadInput;
+  }
   if (plan.benchmarks.empty()) {
     std::cerr << "perf run: nothing to measure: no scenario with a \"performance\" section"
               << (filter ? " matches --filter" : "") << " under the paths given ("
@@ -119,15 +132,25 @@ int run_perf_run(const PerfRunArgs& args) {
     return kExitBadInput;
   }
 
+  PerfRunnerOptions options;
+  // Chosen before this process is pinned: the ranks spread over every allowed CPU.
+  options.rank_cpus = rank_cpu_order(allowed_cpus(), args.pin_cpu);
+  for (const PlannedBenchmark& benchmark : plan.benchmarks) {
+    const auto ranks = benchmark.plan.batch.world_size;
+    if (benchmark.runs_on_ranks() && ranks > static_cast<int64_t>(options.rank_cpus.size())) {
+      std::cout << "note: " << benchmark.name << " runs " << ranks << " ranks on "
+                << options.rank_cpus.size() << " CPU(s): they are not pinned and take turns "
+                   "on the CPUs, so its times include waiting for one\n";
+    }
+  }
   if (args.pin_cpu) {
     try {
       pin_process_to_cpu(*args.pin_cpu);
     } catch (const std::runtime_error& error) {
-      std::cerr << "perf run: " << error.what() << "\n";
+      std::cerr << "perf run: --pin-cpu " << *args.pin_cpu << ": " << error.what() << "\n";
       return kExitBadInput;
     }
   }
-  PerfRunnerOptions options;
   options.planted_slowdown = args.planted_slowdown;
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
   TurnTaker turns;

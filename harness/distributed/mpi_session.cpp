@@ -1,9 +1,12 @@
 #include "harness/distributed/mpi_session.h"
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
 #include <stdexcept>
+#include <string>
 
 namespace trainrepro {
 
@@ -11,6 +14,17 @@ bool launched_by_mpi() {
   // Open MPI's mpirun, PMIx-based launchers, and Slurm's srun each leave one of these.
   for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     if (std::getenv(variable) != nullptr) return true;
+  }
+  return false;
+}
+
+bool mpi_available() {
+  if (launched_by_mpi()) return true;
+  const char* path = std::getenv("PATH");
+  std::stringstream folders(path ? path : "");
+  std::string folder;
+  while (std::getline(folders, folder, ':')) {
+    if (!folder.empty() && ::access((folder + "/mpirun").c_str(), X_OK) == 0) return true;
   }
   return false;
 }

@@ -149,8 +149,9 @@ std::vector<std::string> read_parameter_names(const std::string& text, const std
 }  // namespace
 
 bool needs_golden(const Scenario& scenario) {
-  // A config error, or an optimizer DeepSpeed refuses by name, stops before any training.
-  return scenario.expect.outcome != ExpectedOutcome::config_error &&
+  // A config error, or an optimizer DeepSpeed refuses by name, stops before any training; a
+  // measure-only scenario is never judged.
+  return !scenario.measure_only && scenario.expect.outcome != ExpectedOutcome::config_error &&
          scenario.deepspeed.optimizer.has_value();
 }
 

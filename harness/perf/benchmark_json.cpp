@@ -57,6 +57,7 @@ nlohmann::json repetition_to_json(const PerfBenchmark& benchmark, size_t index) 
       {"peak_host_bytes", repetition.peak_host_bytes},
       {"scenario_file", benchmark.scenario_file},
       {"device", benchmark.device},
+      {"world_size", benchmark.world_size},
       {"loop", benchmark.loop},
   };
   if (repetition.tokens_per_second) entry["tokens_per_second"] = *repetition.tokens_per_second;
@@ -290,6 +291,12 @@ PerfRun perf_run_from_json(const nlohmann::json& document, const std::string& fi
       benchmark.scenario_file = reader.optional_string("scenario_file");
       benchmark.device = reader.optional_string("device");
       benchmark.loop = reader.find("loop") ? reader.string("loop") : "harness";
+      benchmark.world_size =
+          static_cast<int64_t>(reader.optional_number("world_size").value_or(1.0));
+      if (benchmark.world_size < 1) {
+        const nlohmann::json found = benchmark.world_size;
+        reader.fail("world_size", "expected a positive number of ranks", &found);
+      }
       benchmark.measured_steps = static_cast<int64_t>(reader.number("iterations"));
       benchmark.sweep_of = reader.optional_string("sweep_of");
       if (!benchmark.sweep_of.empty()) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <variant>
 
+#include "harness/engine/rank_collectives.h"
 #include "harness/loop/training_loop.h"
 #include "harness/perf/calibration_kernel.h"
 #include "harness/perf/gpu_peak_flops.h"
@@ -24,7 +25,7 @@ double model_flops_per_sample(const Scenario& scenario) {
 }  // namespace
 
 PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
-                                  double planted_slowdown) {
+                                  double planted_slowdown, Communicator* communicator) {
   const PerformanceSpec& spec = *scenario.performance;
   LoopSpec loop = scenario.loop;
   loop.steps = spec.warmup_steps + spec.measured_steps;
@@ -32,6 +33,7 @@ PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
   options.memory_snapshots = false;
   options.time_steps = true;
   options.planted_step_slowdown = planted_slowdown;
+  options.communicator = communicator;
   // A calibration chunk after every step, outside the steps' times: step i is judged against
   // the chunk timed right after it (calibration_kernel.h).
   CalibrationChunk chunk(plan.device);
@@ -70,19 +72,23 @@ PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
   // Stored so that step / calibration is the median of the paired ratios (perf_run.h).
   repetition.calibration_seconds = repetition.step_seconds / median_of(paired_ratios);
   // Micro-batches run in the measured steps (a loop stepping once per window runs more of them
-  // per optimizer step), and the target tokens in them; rates are per median step.
+  // per optimizer step), and the target tokens in them; rates are per median step, over every
+  // rank (each rank runs as many micro-batches; their token counts differ).
   const int64_t first_micro = before ? before->micro_step : 0;
   const int64_t micro_batches = last.micro_step - first_micro;
+  const double ranks = static_cast<double>(plan.batch.world_size);
   const double samples_per_step =
-      static_cast<double>(micro_batches * plan.batch.micro_batch_per_gpu) / measured;
+      static_cast<double>(micro_batches * plan.batch.micro_batch_per_gpu) * ranks / measured;
   repetition.samples_per_second = samples_per_step / repetition.step_seconds;
   if (holds_token_data(scenario.data.options)) {
     int64_t tokens = 0;
     for (int64_t m = first_micro; m < last.micro_step; ++m) {
       tokens += trace.micro_steps[static_cast<size_t>(m)].items;
     }
-    repetition.tokens_per_second =
-        static_cast<double>(tokens) / measured / repetition.step_seconds;
+    double all_tokens = static_cast<double>(tokens);
+    all_tokens = sum_across_ranks(communicator, all_tokens,
+                                  plan.device == Device::cuda ? at::kCUDA : at::kCPU);
+    repetition.tokens_per_second = all_tokens / measured / repetition.step_seconds;
   }
 
   const bool cuda = plan.device == Device::cuda;
@@ -98,7 +104,8 @@ PerfRepetition measure_repetition(const Scenario& scenario, const Plan& plan,
   }
   if (cuda) {
     if (auto peak = gpu_peak_flops(current_cuda_device_name(), plan.precision)) {
-      repetition.mfu = model_flops_per_sample(scenario) * repetition.samples_per_second / *peak;
+      repetition.mfu =
+          model_flops_per_sample(scenario) * repetition.samples_per_second / (*peak * ranks);
     }
   }
   return repetition;

@@ -24,10 +24,10 @@ std::string last_token(const std::string& pointer) {
   return pointer.substr(pointer.find_last_of('/') + 1);
 }
 
-// The scenario with the swept number replaced: integral values stay integers, since most swept
-// keys (layers, gradient_accumulation_steps) are read as integers.
-Scenario load_sweep_point(const nlohmann::json& document, const std::string& file,
-                          const std::string& pointer, double value) {
+// The document with the swept number replaced: integral values stay integers, since most swept
+// keys (layers, gradient_accumulation_steps, world_size) are read as integers.
+nlohmann::json with_sweep_value(const nlohmann::json& document, const std::string& pointer,
+                                double value) {
   nlohmann::json changed = document;
   const nlohmann::json::json_pointer where(pointer);
   if (value == std::floor(value) && std::abs(value) < 9e15) {
@@ -35,16 +35,22 @@ Scenario load_sweep_point(const nlohmann::json& document, const std::string& fil
   } else {
     changed[where] = value;
   }
-  return load_scenario_document(changed, file + " (with " + pointer + " = " + value_text(value) +
-                                             ")");
+  return changed;
 }
+
+struct PlannedPoint {
+  Scenario scenario;
+  nlohmann::json document;
+  std::string sweep_pointer;
+  double sweep_value = 0.0;
+};
 
 }  // namespace
 
 PerfPlan plan_perf_run(const std::vector<std::string>& files, const PerfPlanOptions& options) {
   PerfPlan plan;
   for (const std::string& file : files) {
-    std::vector<std::pair<Scenario, std::pair<std::string, double>>> points;
+    std::vector<PlannedPoint> points;
     try {
       const nlohmann::json document = read_json_file(file);
       Scenario scenario = load_scenario_document(document, file);
@@ -55,30 +61,43 @@ PerfPlan plan_perf_run(const std::vector<std::string>& files, const PerfPlanOpti
       if (options.repetitions) scenario.performance->repetitions = *options.repetitions;
       if (const auto& scaling = scenario.performance->scaling) {
         for (double value : scaling->values) {
-          Scenario point = load_sweep_point(document, file, scaling->pointer, value);
+          nlohmann::json changed = with_sweep_value(document, scaling->pointer, value);
+          Scenario point = load_scenario_document(
+              changed, file + " (with " + scaling->pointer + " = " + value_text(value) + ")");
           point.performance = scenario.performance;
-          points.push_back({std::move(point), {scaling->pointer, value}});
+          points.push_back({std::move(point), std::move(changed), scaling->pointer, value});
         }
       } else {
-        points.push_back({std::move(scenario), {"", 0.0}});
+        points.push_back({std::move(scenario), document, "", 0.0});
       }
     } catch (const ScenarioError& error) {
       throw PerfInputError(error.what());
     }
 
-    for (auto& [scenario, sweep] : points) {
+    // A file this machine cannot measure is skipped whole: a sweep measured at some of its
+    // points only would fit an exponent nobody asked for.
+    const size_t measured_before = plan.benchmarks.size();
+    for (PlannedPoint& point : points) {
+      Scenario& scenario = point.scenario;
       const DeviceChoice choice = options.device_override.value_or(scenario.device);
       const bool wants_cuda = choice == DeviceChoice::cuda ||
                               (choice == DeviceChoice::auto_detect && options.cuda_available);
+      const bool ranks = scenario.world_size > 1 || point.sweep_pointer == "/world_size";
+      std::string skip;
       if (wants_cuda && !options.cuda_available) {
-        plan.skipped.push_back(scenario.file + ": skipped, it runs on CUDA and LibTorch finds no "
-                               "usable GPU here");
-        break;
+        skip = "it runs on CUDA and LibTorch finds no usable GPU here";
+      } else if (ranks && !options.mpirun_available) {
+        skip = "it runs " + std::to_string(scenario.world_size) +
+               " rank(s) and mpirun is not on the PATH";
+      } else if (wants_cuda && scenario.world_size > options.cuda_devices) {
+        skip = "it runs " + std::to_string(scenario.world_size) + " ranks on CUDA, one per GPU, "
+               "and LibTorch finds " + std::to_string(options.cuda_devices);
       }
-      if (scenario.world_size > 1) {
-        throw PerfInputError(scenario.file + ":/world_size: perf run measures one rank, found " +
-                             std::to_string(scenario.world_size) + " (several ranks are "
-                             "measured by `scripts/bench`'s ZeRO suite for now)");
+      if (!skip.empty()) {
+        const auto first = static_cast<std::ptrdiff_t>(measured_before);
+        plan.benchmarks.erase(plan.benchmarks.begin() + first, plan.benchmarks.end());
+        plan.skipped.push_back(scenario.file + ": skipped, " + skip);
+        break;
       }
       const PlanResolution resolution =
           resolve_plan(scenario, wants_cuda ? Device::cuda : Device::cpu);
@@ -91,6 +110,13 @@ PerfPlan plan_perf_run(const std::vector<std::string>& files, const PerfPlanOpti
         if (auto why = python_eager_unsupported(scenario, std::get<Plan>(resolution))) {
           throw PerfInputError(scenario.file + ":/performance/loop: " + *why);
         }
+      }
+      if (performance.loop != PerfLoop::harness && ranks) {
+        throw PerfInputError(scenario.file + ":/performance/loop: the \"" +
+                             spelling_of(performance.loop, perf_loop_spellings()) +
+                             "\" loop trains one rank; several ranks (/world_size " +
+                             std::to_string(scenario.world_size) +
+                             ") are measured with the harness's loop only");
       }
       if (performance.loop != PerfLoop::harness) {
         for (PerfFigure figure : performance.measure) {
@@ -106,12 +132,14 @@ PerfPlan plan_perf_run(const std::vector<std::string>& files, const PerfPlanOpti
       }
       PlannedBenchmark benchmark;
       benchmark.name = scenario.name;
-      if (!sweep.first.empty()) {
-        benchmark.name += "/" + last_token(sweep.first) + ":" + value_text(sweep.second);
+      if (!point.sweep_pointer.empty()) {
+        benchmark.name +=
+            "/" + last_token(point.sweep_pointer) + ":" + value_text(point.sweep_value);
       }
       benchmark.plan = std::get<Plan>(resolution);
-      benchmark.sweep_pointer = sweep.first;
-      benchmark.sweep_value = sweep.second;
+      benchmark.sweep_pointer = point.sweep_pointer;
+      benchmark.sweep_value = point.sweep_value;
+      benchmark.document = std::move(point.document);
       benchmark.scenario = std::move(scenario);
       for (const PlannedBenchmark& earlier : plan.benchmarks) {
         if (earlier.name == benchmark.name) {

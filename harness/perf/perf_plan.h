@@ -7,12 +7,14 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "harness/scenario/plan.h"
 #include "harness/scenario/scenario.h"
 
 namespace trainrepro {
 
-// A scenario that cannot be measured: a load error, a refused config, more than one rank.
+// A scenario that cannot be measured: a load error, a refused config, ranks without mpirun.
 // The message starts with the file (and pointer). `perf run` exits 2 on it.
 class PerfInputError : public std::runtime_error {
  public:
@@ -25,6 +27,14 @@ struct PlannedBenchmark {
   Plan plan;
   std::string sweep_pointer;  // empty unless a point of a sweep
   double sweep_value = 0.0;
+  // The scenario file's JSON with the swept value in place: what the rank processes load.
+  nlohmann::json document;
+
+  // Several ranks are measured in rank processes of their own (measure_on_ranks.h); so is every
+  // point of a world-size sweep, one rank included, so that its points are measured alike.
+  bool runs_on_ranks() const {
+    return plan.batch.world_size > 1 || sweep_pointer == "/world_size";
+  }
 };
 
 struct PerfPlan {
@@ -36,6 +46,8 @@ struct PerfPlan {
 struct PerfPlanOptions {
   std::optional<DeviceChoice> device_override;
   bool cuda_available = false;
+  int64_t cuda_devices = 0;  // one GPU per rank
+  bool mpirun_available = true;
   std::optional<int64_t> repetitions;  // replaces every scenario's (confirmation reruns)
 };
 

@@ -39,6 +39,7 @@ struct PerfBenchmark {
   std::string name;           // the scenario's name, or "<name>/<swept key>:<value>"
   std::string scenario_file;
   std::string device;         // "cpu" or "cuda"
+  int64_t world_size = 1;     // data-parallel ranks; the times are rank 0's (measure_on_ranks.h)
   int64_t measured_steps = 0;
   std::vector<PerfFigure> measure;  // what the scenario asked for (all by default)
   std::string loop = "harness";     // PerfLoop's spelling: which loop was timed

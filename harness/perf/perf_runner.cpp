@@ -10,6 +10,7 @@
 #include "harness/perf/calibration_kernel.h"
 #include "harness/perf/figure_values.h"
 #include "harness/perf/mann_whitney.h"
+#include "harness/perf/measure_on_ranks.h"
 #include "harness/perf/measure_repetition.h"
 #include "harness/perf/python_eager_loop.h"
 #include "harness/perf/reference_loops.h"
@@ -23,6 +24,7 @@ PerfBenchmark describe(const PlannedBenchmark& planned) {
   benchmark.name = planned.name;
   benchmark.scenario_file = planned.scenario.file;
   benchmark.device = device_name(planned.plan.device);
+  benchmark.world_size = planned.plan.batch.world_size;
   benchmark.measured_steps = planned.scenario.performance->measured_steps;
   const PerformanceSpec& performance = *planned.scenario.performance;
   benchmark.measure = performance.measure;
@@ -49,10 +51,13 @@ double time_calibration_chunks(Device device) {
 }
 
 // One repetition of the benchmark's loop.
-PerfRepetition measure_one(const PlannedBenchmark& planned, double planted_slowdown) {
+PerfRepetition measure_one(const PlannedBenchmark& planned, const PerfRunnerOptions& options) {
   switch (planned.scenario.performance->loop) {
     case PerfLoop::harness:
-      return measure_repetition(planned.scenario, planned.plan, planted_slowdown);
+      if (planned.runs_on_ranks()) {
+        return measure_on_ranks(planned, options.planted_slowdown, options.rank_cpus);
+      }
+      return measure_repetition(planned.scenario, planned.plan, options.planted_slowdown);
     case PerfLoop::python_eager:
       return measure_python_eager_loop(planned.scenario, planned.plan);
     case PerfLoop::engine:
@@ -112,7 +117,7 @@ PerfRun measure_perf_plan(const PerfPlan& plan, const PerfRunnerOptions& options
         // every step themselves.
         const bool python = planned.scenario.performance->loop == PerfLoop::python_eager;
         const double calibration = python ? time_calibration_chunks(planned.plan.device) : 0.0;
-        repetition = measure_one(planned, options.planted_slowdown);
+        repetition = measure_one(planned, options);
         if (python) repetition.calibration_seconds = calibration;
       } catch (const c10::Error& error) {
         throw std::runtime_error(planned.scenario.file + ": training failed: " +

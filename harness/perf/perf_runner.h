@@ -4,6 +4,7 @@
 #pragma once
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "harness/perf/perf_plan.h"
 #include "harness/perf/perf_run.h"
@@ -12,6 +13,8 @@ namespace trainrepro {
 
 struct PerfRunnerOptions {
   double planted_slowdown = 0.0;
+  // The CPU of each rank of a multi-rank benchmark, rank 0 first (cpu_pinning.h).
+  std::vector<int> rank_cpus;
   // Called after each repetition: "[3/27] mlp-adamw-step: 1.92 ms/step".
   std::function<void(const std::string&)> progress;
   // Called before and after each round (every benchmark's next repetition): `perf run

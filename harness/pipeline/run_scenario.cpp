@@ -67,18 +67,6 @@ bool requires_(const Scenario& scenario, Requirement wanted) {
   return false;
 }
 
-// Whether an MPI launcher is at hand: already inside one, or mpirun on the PATH.
-bool mpi_available() {
-  if (launched_by_mpi()) return true;
-  const char* path = std::getenv("PATH");
-  std::stringstream folders(path ? path : "");
-  std::string folder;
-  while (std::getline(folders, folder, ':')) {
-    if (!folder.empty() && ::access((folder + "/mpirun").c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
 // Chooses the device, or explains why this machine cannot run the scenario: a scenario that
 // asks for CUDA is skipped without a GPU, but `--device cuda` on such a machine is an error,
 // because nightly GPU CI must not turn green when its GPU disappears.
@@ -418,6 +406,12 @@ ScenarioResult run_loaded_scenario(const Scenario& scenario, const RunOptions& o
   result.torch_version = torch_version();
   result.deepspeed_version = scenario.deepspeed.release->version;
 
+  if (scenario.measure_only) {
+    result.verdict = skipped_verdict("skipped: a performance workload that is only measured "
+                                     "(`trainrepro perf run`): it has no golden to judge against");
+    result.seconds = seconds_since(start);
+    return result;
+  }
   auto device = choose_device(scenario, options);
   if (auto* verdict = std::get_if<Verdict>(&device)) {
     result.verdict = *verdict;

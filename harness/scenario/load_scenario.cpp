@@ -419,8 +419,23 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
     root.fail("world_size", "expected at most " + std::to_string(kLargestWorldSize) +
                                 " ranks, found " + std::to_string(scenario.world_size));
   }
-  ObjectReader golden = root.required_object("golden");
-  scenario.golden = read_golden(golden);
+  // A performance workload too large for a golden is measured only: it has neither a golden
+  // nor an expectation. Leaving out one of the two is a mistake, not a request.
+  const bool has_golden = root.has("golden");
+  const bool has_expect = root.has("expect");
+  scenario.measure_only = root.has("performance") && !has_golden && !has_expect;
+  if (root.has("performance") && has_golden != has_expect) {
+    root.fail(has_golden ? "expect" : "golden",
+              "required key is missing: a scenario that trains has both \"golden\" and "
+              "\"expect\"; a performance scenario that is only measured (`perf run`, never "
+              "`run`) has neither");
+  }
+  if (scenario.measure_only) {
+    scenario.golden.steps = 1;
+  } else {
+    ObjectReader golden = root.required_object("golden");
+    scenario.golden = read_golden(golden);
+  }
   ObjectReader loop = root.optional_object("loop");
   scenario.loop = read_loop(loop, scenario.golden);
 
@@ -483,8 +498,10 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
     ObjectReader tolerance = root.required_object("tolerance");
     scenario.tolerance = read_tolerance(tolerance);
   }
-  ObjectReader expect = root.required_object("expect");
-  scenario.expect = read_expectation(expect);
+  if (!scenario.measure_only) {
+    ObjectReader expect = root.required_object("expect");
+    scenario.expect = read_expectation(expect);
+  }
   scenario.performance = read_performance_section(root, document);
 
   root.reject_unknown_keys();

@@ -137,6 +137,10 @@ struct Scenario {
   GoldenSpec golden;
   Expectation expect;
   std::optional<PerformanceSpec> performance;  // how `perf run` measures it; `run` ignores it
+  // A performance scenario with neither "golden" nor "expect": measured by `perf run`, never
+  // trained by `run` or given a golden (a GPT of 100 M parameters would need 1.6 GB of float64
+  // per recorded step). `golden` then holds one step and nothing reads its batch.
+  bool measure_only = false;
 };
 
 const EnumSpellings<DeviceChoice>& device_choice_spellings();

@@ -15,6 +15,7 @@ import tempfile
 BINARY = os.path.abspath(sys.argv[1])
 MLP = "scenarios/perf/mlp-adamw-gas4.json"
 GAS_SWEEP = "scenarios/perf/mlp-gas-sweep.json"
+WORLD_SIZE_SWEEP = "scenarios/perf/mlp-zero2-world-size-sweep.json"
 failures = []
 
 
@@ -32,6 +33,95 @@ def run(*arguments, expect_exit, output_regex, allowed_exits=None):
 def check(condition, message):
     if not condition:
         failures.append(message)
+
+
+def check_ranks(work):
+    """Benchmarks of several ranks: measured by rank processes that mpirun starts (a world-size
+    sweep of ZeRO stage 2), rates counted over every rank, each rank's peak memory lower at two
+    ranks; loops that train one rank refused; a machine without mpirun skips them; a rank that
+    fails ends the others and says which rank and scenario."""
+    ranks_file = os.path.join(work, "ranks.json")
+    # The sample rate's exponent depends on a free CPU per rank (exit 1 on a loaded machine);
+    # the memory one does not.
+    run("perf", "run", WORLD_SIZE_SWEEP, "--repetitions", "2", "--out", ranks_file,
+        expect_exit=0, allowed_exits=[0, 1],
+        output_regex=r"world_size:2 +[0-9.]+ ms/step.*peak_tensor_bytes grows as "
+                     r"/world_size\^-0\.[0-9]+ \(r² [0-9.]+\); expected -0\.68 to -0\.10: met")
+    iterations = [b for b in json.load(open(ranks_file))["benchmarks"]
+                  if b["run_type"] == "iteration"]
+    by_ranks = {}
+    for entry in iterations:
+        by_ranks.setdefault(entry["world_size"], []).append(entry)
+    check(sorted(by_ranks) == [1, 2] and all(len(v) == 2 for v in by_ranks.values()),
+          f"expected two repetitions at 1 and at 2 ranks, found {sorted(by_ranks)}")
+    # 16 samples per micro-batch, GAS 2: 32 samples per step and rank, over every rank.
+    for ranks, entries in by_ranks.items():
+        for entry in entries:
+            per_step = entry["samples_per_second"] * entry["real_time"] / 1e3
+            check(abs(per_step - 32 * ranks) < 1e-6 * per_step,
+                  f"{entry['name']}: {per_step} samples per step, expected {32 * ranks}")
+    if sorted(by_ranks) == [1, 2]:
+        check(by_ranks[2][0]["peak_tensor_bytes"] < by_ranks[1][0]["peak_tensor_bytes"],
+              "ZeRO stage 2 at two ranks should hold less per rank than at one")
+
+    hand_written = json.load(open(WORLD_SIZE_SWEEP))
+    hand_written["performance"]["loop"] = "hand_written"
+    hand_written_file = os.path.join(work, "hand-written-ranks.json")
+    json.dump(hand_written, open(hand_written_file, "w"))
+    run("perf", "run", hand_written_file, expect_exit=2,
+        output_regex=r"hand-written-ranks\.json \(with /world_size = 1\):/performance/loop: the "
+                     r"\"hand_written\" loop trains one rank")
+
+    empty_path = os.path.join(work, "no-mpirun")
+    os.makedirs(empty_path)
+    completed = subprocess.run([BINARY, "perf", "run", WORLD_SIZE_SWEEP], capture_output=True,
+                               text=True, timeout=600, env={**os.environ, "PATH": empty_path})
+    check(completed.returncode == 2 and
+          "skipped, it runs 1 rank(s) and mpirun is not on the PATH" in completed.stdout,
+          f"without mpirun: exit {completed.returncode}\n{completed.stdout}{completed.stderr}")
+
+    # One rank failing (here: a scenario its rank cannot load) must end the others at once.
+    broken = os.path.join(work, "broken-rank.json")
+    json.dump({"name": "broken"}, open(broken, "w"))
+    completed = subprocess.run(
+        ["mpirun", "-np", "2", "--oversubscribe", "--allow-run-as-root", "--mca", "btl",
+         "self,vader", BINARY, "rank-measure", broken, "--label", "the-user-file.json",
+         "--result-file", os.path.join(work, "never-written.json")],
+        capture_output=True, text=True, timeout=120)
+    output = completed.stdout + completed.stderr
+    check(completed.returncode != 0 and
+          re.search(r"rank [01]: the-user-file\.json:/[a-z]+: ", output) is not None and
+          not os.path.exists(os.path.join(work, "never-written.json")),
+          f"a failing rank: exit {completed.returncode}\n{output}")
+
+
+def check_measure_only(work):
+    """Performance workloads too large for a golden (scenarios/perf/gpu): with neither "golden"
+    nor "expect" they are measured by `perf run`, skipped by `run`, given no golden; leaving out
+    only one of the two is an error."""
+    gpu = json.load(open("scenarios/perf/gpu/gpt-110m-bf16-zero3.json"))
+    check("golden" not in gpu and "expect" not in gpu, "the GPU workloads are measured only")
+    small = dict(gpu, name="measure-only-small", device="cpu")
+    small["model"] = dict(gpu["model"], options={"vocab_size": 64, "max_seq_len": 16,
+                                                 "d_model": 32, "heads": 2, "layers": 1})
+    small["data"] = dict(gpu["data"], options={"vocab_size": 64, "min_length": 16,
+                                               "max_length": 16})
+    small_file = os.path.join(work, "measure-only.json")
+    json.dump(small, open(small_file, "w"))
+    run("perf", "run", small_file, "--repetitions", "2", expect_exit=0,
+        output_regex=r"measure-only-small +[0-9.]+ ms/step.*tokens/s")
+    run("run", small_file, expect_exit=0,
+        output_regex=r"skipped .*only measured \(`trainrepro perf run`\)")
+    golden_dir = os.path.join(work, "golden")
+    run("golden", "--update", small_file, "--golden-dir", golden_dir, expect_exit=0,
+        output_regex=r"0 golden file\(s\) for 0 scenario\(s\)")
+    half = dict(small)
+    half["golden"] = {"train_batch_size": 16, "steps": 1}
+    half_file = os.path.join(work, "half.json")
+    json.dump(half, open(half_file, "w"))
+    run("perf", "run", half_file, expect_exit=2,
+        output_regex=r"half\.json:/expect: required key is missing: a scenario that trains has "
+                     r"both \"golden\" and \"expect\"")
 
 
 def main():
@@ -210,6 +300,8 @@ def main():
         run("perf", "run", probes_file, expect_exit=2,
             output_regex=r"probes\.json:/performance/measure: \"peak_tensor_bytes\" is measured "
                          r"by the harness's loop only")
+        check_ranks(work)
+        check_measure_only(work)
         run("perf", "run", "scenarios/accumulation", expect_exit=2,
             output_regex=r"nothing to measure: no scenario with a \"performance\" section")
     finally:

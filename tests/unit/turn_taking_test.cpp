@@ -103,5 +103,17 @@ TEST(CpuPinning, PinsEveryThreadToTheLastAllowedCpu) {
   ASSERT_EQ(sched_setaffinity(0, sizeof before, &before), 0);
 }
 
+// Rank 0 (which times the steps) runs where a one-rank benchmark would; the others spread from
+// the highest CPU down, CPU 0 (interrupts) last.
+TEST(CpuPinning, RanksStartOnTheMeasuringCpuThenSpreadDownwards) {
+  EXPECT_EQ(rank_cpu_order({0, 1, 2, 3}, std::nullopt), (std::vector<int>{3, 2, 1, 0}));
+  EXPECT_EQ(rank_cpu_order({0, 1, 2, 3}, 1), (std::vector<int>{1, 3, 2, 0}));
+  EXPECT_EQ(rank_cpu_order({0, 1}, 1), (std::vector<int>{1, 0}));
+  EXPECT_EQ(rank_cpu_order({4}, std::nullopt), (std::vector<int>{4}));
+  const std::vector<int> allowed = allowed_cpus();
+  ASSERT_FALSE(allowed.empty());
+  EXPECT_EQ(allowed.back(), last_allowed_cpu());
+}
+
 }  // namespace
 }  // namespace trainrepro
