@@ -52,6 +52,18 @@ PerfContext context_of(const PerfRunArgs& args) {
   return context;
 }
 
+// "4183", "6.42", "0.0518": whole numbers from 100 up, three significant digits below (a large
+// model on a CPU trains a fraction of a sample per second).
+std::string rate_text(double rate) {
+  char text[32];
+  if (rate >= 100.0) {
+    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(rate));
+  } else {
+    std::snprintf(text, sizeof text, "%.3g", rate);
+  }
+  return text;
+}
+
 // "mlp-adamw  1.912 ms/step (±2.1 %)  4183 samples/s  peak tensors 61.2 KiB"
 void print_benchmark(const PerfBenchmark& benchmark) {
   const std::vector<double> times = figure_values(benchmark, PerfFigure::step_time);
@@ -66,9 +78,9 @@ void print_benchmark(const PerfBenchmark& benchmark) {
                 median_of(normalised));
   std::cout << line;
   const std::vector<double> samples = figure_values(benchmark, PerfFigure::samples_per_second);
-  if (!samples.empty()) std::cout << ", " << static_cast<int64_t>(median_of(samples)) << " samples/s";
+  if (!samples.empty()) std::cout << ", " << rate_text(median_of(samples)) << " samples/s";
   const std::vector<double> tokens = figure_values(benchmark, PerfFigure::tokens_per_second);
-  if (!tokens.empty()) std::cout << ", " << static_cast<int64_t>(median_of(tokens)) << " tokens/s";
+  if (!tokens.empty()) std::cout << ", " << rate_text(median_of(tokens)) << " tokens/s";
   const std::vector<double> peak = figure_values(benchmark, PerfFigure::peak_tensor_bytes);
   if (!peak.empty()) std::cout << ", peak tensors " << static_cast<int64_t>(median_of(peak)) << " B";
   const std::vector<double> mfu = figure_values(benchmark, PerfFigure::mfu);
