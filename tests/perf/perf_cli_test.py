@@ -30,6 +30,19 @@ def run(*arguments, expect_exit, output_regex, allowed_exits=None):
     return output
 
 
+def changed_copy(source, target, changes):
+    """Writes the JSON file `source` to `target` with each JSON pointer of `changes` set."""
+    document = json.load(open(source))
+    for pointer, value in changes.items():
+        *parents, last = pointer.strip("/").split("/")
+        node = document
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        node[int(last) if isinstance(node, list) else last] = value
+    json.dump(document, open(target, "w"))
+    return target
+
+
 def check(condition, message):
     if not condition:
         failures.append(message)
@@ -64,10 +77,9 @@ def check_ranks(work):
         check(by_ranks[2][0]["peak_tensor_bytes"] < by_ranks[1][0]["peak_tensor_bytes"],
               "ZeRO stage 2 at two ranks should hold less per rank than at one")
 
-    hand_written = json.load(open(WORLD_SIZE_SWEEP))
-    hand_written["performance"]["loop"] = "hand_written"
-    hand_written_file = os.path.join(work, "hand-written-ranks.json")
-    json.dump(hand_written, open(hand_written_file, "w"))
+    hand_written_file = changed_copy(WORLD_SIZE_SWEEP,
+                                     os.path.join(work, "hand-written-ranks.json"),
+                                     {"/performance/loop": "hand_written"})
     run("perf", "run", hand_written_file, expect_exit=2,
         output_regex=r"hand-written-ranks\.json \(with /world_size = 1\):/performance/loop: the "
                      r"\"hand_written\" loop trains one rank")
@@ -115,10 +127,8 @@ def check_measure_only(work):
     golden_dir = os.path.join(work, "golden")
     run("golden", "--update", small_file, "--golden-dir", golden_dir, expect_exit=0,
         output_regex=r"0 golden file\(s\) for 0 scenario\(s\)")
-    half = dict(small)
-    half["golden"] = {"train_batch_size": 16, "steps": 1}
-    half_file = os.path.join(work, "half.json")
-    json.dump(half, open(half_file, "w"))
+    half_file = changed_copy(small_file, os.path.join(work, "half.json"),
+                             {"/golden": {"train_batch_size": 16, "steps": 1}})
     run("perf", "run", half_file, expect_exit=2,
         output_regex=r"half\.json:/expect: required key is missing: a scenario that trains has "
                      r"both \"golden\" and \"expect\"")
@@ -187,18 +197,14 @@ def main():
             output_regex=r"improvement.*no regression")
 
         # The baseline's build is gone: the suspicion cannot be confirmed (exit 3, saying why).
-        gone = json.load(open(baseline))
-        gone["context"]["executable"] = os.path.join(work, "deleted-trainrepro")
-        gone_file = os.path.join(work, "gone.json")
-        json.dump(gone, open(gone_file, "w"))
+        gone_file = changed_copy(baseline, os.path.join(work, "gone.json"),
+                                 {"/context/executable": os.path.join(work, "deleted-trainrepro")})
         run("perf", "compare", gone_file, slow, expect_exit=3,
             output_regex=r"cannot confirm: the baseline build .*deleted-trainrepro is gone")
 
         # Bad files: named with the JSON pointer of what is wrong.
-        broken = json.load(open(baseline))
-        broken["benchmarks"][1]["real_time"] = "fast"
-        broken_file = os.path.join(work, "broken.json")
-        json.dump(broken, open(broken_file, "w"))
+        broken_file = changed_copy(baseline, os.path.join(work, "broken.json"),
+                                   {"/benchmarks/1/real_time": "fast"})
         run("perf", "compare", broken_file, baseline, expect_exit=2,
             output_regex=r"broken\.json:/benchmarks/1/real_time: expected a number, found the "
                          r"string \"fast\"")
@@ -212,9 +218,7 @@ def main():
         second = os.path.join(history, "second.json")
         run("perf", "run", MLP, "--repetitions", "5", "--out", second, expect_exit=0,
             output_regex="wrote")
-        dated = json.load(open(slow))
-        dated["context"]["date"] = "9999-12-31T00:00:00Z"  # newest
-        json.dump(dated, open(slow, "w"))
+        changed_copy(slow, slow, {"/context/date": "9999-12-31T00:00:00Z"})  # the newest
         page = os.path.join(work, "history.html")
         run("perf", "history", history, "-o", page, expect_exit=0, output_regex=r"3 runs")
         html = open(page).read()
@@ -256,26 +260,20 @@ def main():
               "a report was written despite a bad --perf-history")
 
         # Scenarios: a missed scaling expectation is exit 1; a typo is exit 2 at its pointer.
-        sweep = json.load(open(GAS_SWEEP))
-        sweep["performance"]["scaling"]["expect"]["step_time"] = [2.0, 3.0]
-        sweep["performance"]["repetitions"] = 2
-        sweep_file = os.path.join(work, "sweep.json")
-        json.dump(sweep, open(sweep_file, "w"))
+        sweep_file = changed_copy(GAS_SWEEP, os.path.join(work, "sweep.json"),
+                                  {"/performance/scaling/expect/step_time": [2.0, 3.0],
+                                   "/performance/repetitions": 2})
         run("perf", "run", sweep_file, expect_exit=1,
             output_regex=r"scaling perf-mlp-gas-sweep: step_time grows as "
                          r"/deepspeed/gradient_accumulation_steps\^[0-9.]+ .*expected 2\.00 to "
                          r"3\.00: MISSED")
-        typo = json.load(open(MLP))
-        typo["performance"]["measure"] = ["step_tme"]
-        typo_file = os.path.join(work, "typo.json")
-        json.dump(typo, open(typo_file, "w"))
+        typo_file = changed_copy(MLP, os.path.join(work, "typo.json"),
+                                 {"/performance/measure": ["step_tme"]})
         run("perf", "run", typo_file, expect_exit=2,
             output_regex=r"typo\.json:/performance/measure/0: expected one of \"step_time\".*"
                          r"found \"step_tme\"")
-        missing = json.load(open(GAS_SWEEP))
-        missing["performance"]["scaling"]["pointer"] = "/model/options/layerz"
-        missing_file = os.path.join(work, "missing.json")
-        json.dump(missing, open(missing_file, "w"))
+        missing_file = changed_copy(GAS_SWEEP, os.path.join(work, "missing.json"),
+                                    {"/performance/scaling/pointer": "/model/options/layerz"})
         run("perf", "run", missing_file, expect_exit=2,
             output_regex=r"missing\.json:/performance/scaling/pointer: expected the JSON pointer "
                          r"of a number .*\"/model/options/layerz\" names nothing")
@@ -286,17 +284,15 @@ def main():
             output_regex=r"perf-mlp-adamw-gas4-python-eager +[0-9.]+ ms/step.*"
                          r"target perf-mlp-adamw-gas4-engine / perf-mlp-adamw-gas4-hand-written "
                          r"= [0-9.]+ \(at most 1\.050\): (met|MISSED|above it, within the noise)")
-        eager = json.load(open("scenarios/perf/gpt-adamw-zero1.json"))
-        eager["performance"]["loop"] = "python_eager"
-        eager_file = os.path.join(work, "eager.json")
-        json.dump(eager, open(eager_file, "w"))
+        eager_file = changed_copy("scenarios/perf/gpt-adamw-zero1.json",
+                                  os.path.join(work, "eager.json"),
+                                  {"/performance/loop": "python_eager"})
         run("perf", "run", eager_file, expect_exit=2,
             output_regex=r"eager\.json:/performance/loop: the Python eager loop is written for "
                          r"the \"mlp\" model only")
-        probes = json.load(open("scenarios/perf/mlp-adamw-gas4-engine.json"))
-        probes["performance"]["measure"] = ["step_time", "peak_tensor_bytes"]
-        probes_file = os.path.join(work, "probes.json")
-        json.dump(probes, open(probes_file, "w"))
+        probes_file = changed_copy("scenarios/perf/mlp-adamw-gas4-engine.json",
+                                   os.path.join(work, "probes.json"),
+                                   {"/performance/measure": ["step_time", "peak_tensor_bytes"]})
         run("perf", "run", probes_file, expect_exit=2,
             output_regex=r"probes\.json:/performance/measure: \"peak_tensor_bytes\" is measured "
                          r"by the harness's loop only")
