@@ -54,10 +54,9 @@ def check_ranks(work):
     ranks; loops that train one rank refused; a machine without mpirun skips them; a rank that
     fails ends the others and says which rank and scenario."""
     ranks_file = os.path.join(work, "ranks.json")
-    # The sample rate's exponent depends on a free CPU per rank (exit 1 on a loaded machine);
-    # the memory one does not.
+    # Only the memory exponent is expected (the code's); the step time's is the machine's.
     run("perf", "run", WORLD_SIZE_SWEEP, "--repetitions", "2", "--out", ranks_file,
-        expect_exit=0, allowed_exits=[0, 1],
+        expect_exit=0,
         output_regex=r"world_size:2 +[0-9.]+ ms/step.*peak_tensor_bytes grows as "
                      r"/world_size\^-0\.[0-9]+ \(r² [0-9.]+\); expected -0\.68 to -0\.10: met")
     iterations = [b for b in json.load(open(ranks_file))["benchmarks"]
