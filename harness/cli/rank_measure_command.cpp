@@ -13,14 +13,13 @@
 #include "harness/cli/commands.h"
 #include "harness/distributed/communicator.h"
 #include "harness/distributed/mpi_session.h"
-#include "harness/json/scenario_error.h"
 #include "harness/perf/benchmark_json.h"
 #include "harness/perf/cpu_pinning.h"
 #include "harness/perf/measure_repetition.h"
-#include "harness/verdict/verdict.h"
 #include "harness/scenario/json_document.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/plan.h"
+#include "harness/verdict/verdict.h"
 
 namespace trainrepro {
 namespace {

@@ -47,6 +47,14 @@ struct PlannedPoint {
 
 }  // namespace
 
+bool runs_on_ranks(int64_t world_size, const std::string& sweep_pointer) {
+  return world_size > 1 || sweep_pointer == "/world_size";
+}
+
+bool PlannedBenchmark::runs_on_ranks() const {
+  return trainrepro::runs_on_ranks(plan.batch.world_size, sweep_pointer);
+}
+
 PerfPlan plan_perf_run(const std::vector<std::string>& files, const PerfPlanOptions& options) {
   PerfPlan plan;
   for (const std::string& file : files) {
@@ -82,7 +90,7 @@ PerfPlan plan_perf_run(const std::vector<std::string>& files, const PerfPlanOpti
       const DeviceChoice choice = options.device_override.value_or(scenario.device);
       const bool wants_cuda = choice == DeviceChoice::cuda ||
                               (choice == DeviceChoice::auto_detect && options.cuda_available);
-      const bool ranks = scenario.world_size > 1 || point.sweep_pointer == "/world_size";
+      const bool ranks = runs_on_ranks(scenario.world_size, point.sweep_pointer);
       std::string skip;
       if (wants_cuda && !options.cuda_available) {
         skip = "it runs on CUDA and LibTorch finds no usable GPU here";

@@ -30,12 +30,12 @@ struct PlannedBenchmark {
   // The scenario file's JSON with the swept value in place: what the rank processes load.
   nlohmann::json document;
 
-  // Several ranks are measured in rank processes of their own (measure_on_ranks.h); so is every
-  // point of a world-size sweep, one rank included, so that its points are measured alike.
-  bool runs_on_ranks() const {
-    return plan.batch.world_size > 1 || sweep_pointer == "/world_size";
-  }
+  bool runs_on_ranks() const;
 };
+
+// Several ranks are measured in rank processes of their own (measure_on_ranks.h); so is every
+// point of a world-size sweep, one rank included, so that its points are measured alike.
+bool runs_on_ranks(int64_t world_size, const std::string& sweep_pointer);
 
 struct PerfPlan {
   std::vector<PlannedBenchmark> benchmarks;
