@@ -40,6 +40,7 @@ class Communicator {
     if (n > 1) ring_bytes_ += passes * buffer_bytes * (n - 1) / n;
   }
   void count_bytes(int64_t bytes) { ring_bytes_ += bytes; }
+  static int64_t bytes_of(const at::Tensor& tensor) { return static_cast<int64_t>(tensor.nbytes()); }
   void add_collective_seconds(double seconds) { collective_seconds_ += seconds; }
 
  private:

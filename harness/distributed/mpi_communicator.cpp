@@ -37,10 +37,6 @@ void require_cpu_contiguous(const at::Tensor& tensor, const char* what) {
   }
 }
 
-int64_t bytes_of(const at::Tensor& tensor) {
-  return tensor.numel() * static_cast<int64_t>(tensor.element_size());
-}
-
 // MPI has no 16-bit float types: fp16 and bf16 are summed in float32 and rounded once into the
 // tensor (NCCL sums them natively; the two can differ in the last bit of a sum).
 bool is_16_bit_float(const at::Tensor& tensor) {

@@ -55,10 +55,6 @@ void require_same_dtype(const at::Tensor& input, const at::Tensor& output, const
   }
 }
 
-int64_t bytes_of(const at::Tensor& tensor) {
-  return tensor.numel() * static_cast<int64_t>(tensor.element_size());
-}
-
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator() {

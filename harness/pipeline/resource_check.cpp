@@ -43,7 +43,7 @@ std::pair<std::string, std::string> dominant_part(const ResourceEstimate& estima
   return dominant;
 }
 
-std::string format_seconds(double seconds) {
+std::string format_long_duration(double seconds) {
   char text[64];
   if (seconds < 2 * 3600.0) {
     std::snprintf(text, sizeof text, "%.0f minutes", seconds / 60.0);
@@ -78,9 +78,9 @@ std::optional<std::string> refuse_beyond_time_budget(const Scenario& scenario, c
   char speed[64];
   std::snprintf(speed, sizeof speed, "%.3g", rate / 1e9);
   return scenario.file + ":" + pointer + ": this scenario would train for at least " +
-         format_seconds(seconds) + " (" + figures + ", at no more than " + speed +
+         format_long_duration(seconds) + " (" + figures + ", at no more than " + speed +
          " GFLOP/s per rank), beyond the time budget of " +
-         format_seconds(machine.time_budget_seconds);
+         format_long_duration(machine.time_budget_seconds);
 }
 
 }  // namespace

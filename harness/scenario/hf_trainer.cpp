@@ -27,7 +27,7 @@ bool python_equal(const Json& a, const Json& b) {
   return a == b;
 }
 
-bool is_auto(const Json& value) { return value.is_string() && value.get<std::string>() == "auto"; }
+bool is_trainer_auto(const Json& value) { return value.is_string() && value.get<std::string>() == "auto"; }
 
 std::string pointer_of(const std::vector<std::string>& path) {
   std::string pointer;
@@ -105,7 +105,7 @@ void apply_rule(const Rule& rule, HfFilledConfig& result) {
   if (!node->is_object() || !node->contains(rule.path.back())) return;
   Json& leaf = (*node)[rule.path.back()];
   const std::string pointer = pointer_of(rule.path);
-  if (is_auto(leaf)) {
+  if (is_trainer_auto(leaf)) {
     leaf = rule.value;
     result.filled.push_back({pointer, rule.value, rule.source, rule.depends_on_run});
   } else if (rule.must_match && !leaf.is_null() && !python_equal(leaf, rule.value)) {
@@ -118,7 +118,7 @@ void collect_autos(const Json& node, const std::string& pointer, std::vector<std
   if (!node.is_object()) return;  // accelerate walks dicts only, not lists
   for (const auto& [key, value] : node.items()) {
     const std::string child = pointer + "/" + escape_pointer_token(key);
-    if (is_auto(value)) {
+    if (is_trainer_auto(value)) {
       out.push_back(child);
     } else {
       collect_autos(value, child, out);

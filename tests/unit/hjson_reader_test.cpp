@@ -13,7 +13,7 @@ namespace {
 
 nlohmann::json read(const std::string& text) { return parse_hjson(text, "ds.json", 64); }
 
-std::string error_of(const std::string& text) {
+std::string hjson_error_of(const std::string& text) {
   try {
     read(text);
   } catch (const ScenarioError& error) {
@@ -43,17 +43,17 @@ TEST(HjsonReader, WholeFloatsBelowTenBillionAreIntegersAsInHjsonPy) {
   EXPECT_EQ(numbers["e"], "007");  // not a number: a quoteless string to the line's end
   // A quoteless value takes the rest of its line, a closing brace included: "{type: Adam}"
   // leaves the object open (hjson-py says so too).
-  EXPECT_NE(error_of("{type: Adam}").find("a closing '}' is missing"), std::string::npos);
+  EXPECT_NE(hjson_error_of("{type: Adam}").find("a closing '}' is missing"), std::string::npos);
 }
 
 TEST(HjsonReader, ErrorsSayWhereAndWhat) {
-  EXPECT_EQ(error_of("{\n  \"a\": 1,\n  \"b\": \"open\n}"),
+  EXPECT_EQ(hjson_error_of("{\n  \"a\": 1,\n  \"b\": \"open\n}"),
             "ds.json:3:13: invalid hjson (DeepSpeed reads config files with hjson): a control "
             "character inside a string (write it as an escape)");
-  EXPECT_NE(error_of("{\"a\": 1, \"a\": 2}").find("ds.json:/a: key \"a\" appears twice"),
+  EXPECT_NE(hjson_error_of("{\"a\": 1, \"a\": 2}").find("ds.json:/a: key \"a\" appears twice"),
             std::string::npos);
-  EXPECT_NE(error_of("{\"a\": 1e400}").find("1:7: invalid hjson"), std::string::npos);
-  EXPECT_NE(error_of(std::string(100, '[')).find("nested more than 64 levels"), std::string::npos);
+  EXPECT_NE(hjson_error_of("{\"a\": 1e400}").find("1:7: invalid hjson"), std::string::npos);
+  EXPECT_NE(hjson_error_of(std::string(100, '[')).find("nested more than 64 levels"), std::string::npos);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 namespace trainrepro {
 namespace {
 
-std::string error_of(const std::string& text) {
+std::string json_parse_error_of(const std::string& text) {
   try {
     parse_json_text(text, "f.json");
   } catch (const ScenarioError& error) {
@@ -25,27 +25,27 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(JsonDocument, TrailingCommaIsLocatedByLineAndColumn) {
-  EXPECT_EQ(error_of("{\n  \"a\": 1,\n}"),
+  EXPECT_EQ(json_parse_error_of("{\n  \"a\": 1,\n}"),
             "f.json:3:1: invalid JSON: syntax error while parsing object key - unexpected '}'; "
             "expected string literal");
 }
 
 TEST(JsonDocument, EmptyFileIsAnError) {
-  EXPECT_EQ(error_of("").rfind("f.json:1:1: invalid JSON:", 0), 0u) << error_of("");
+  EXPECT_EQ(json_parse_error_of("").rfind("f.json:1:1: invalid JSON:", 0), 0u) << json_parse_error_of("");
 }
 
 TEST(JsonDocument, RepeatedKeyInsideAnArrayElementIsLocated) {
-  EXPECT_EQ(error_of(R"({"a": [1, {"b": 1}, {"c": 1, "c": 2}]})"),
+  EXPECT_EQ(json_parse_error_of(R"({"a": [1, {"b": 1}, {"c": 1, "c": 2}]})"),
             "f.json:/a/2/c: key \"c\" appears twice in the same object; JSON keeps only the last "
             "one, so remove one of them");
 }
 
 TEST(JsonDocument, SameKeyInSiblingObjectsIsFine) {
-  EXPECT_EQ(error_of(R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}]})"), "");
+  EXPECT_EQ(json_parse_error_of(R"({"a": {"x": 1}, "b": {"x": 2}, "c": [{"x": 1}, {"x": 2}]})"), "");
 }
 
 TEST(JsonDocument, KeysWithSlashAreEscapedInPointers) {
-  EXPECT_EQ(error_of(R"({"a/b": {"k": 1, "k": 1}})").rfind("f.json:/a~1b/k: key", 0), 0u);
+  EXPECT_EQ(json_parse_error_of(R"({"a/b": {"k": 1, "k": 1}})").rfind("f.json:/a~1b/k: key", 0), 0u);
 }
 
 // 100,000 nested arrays in 200 KB once cost gigabytes (one pointer string per level); now the
@@ -54,18 +54,18 @@ TEST(JsonDocument, DeepNestingIsRefusedAtTheLimit) {
   const std::string deep = std::string(100000, '[') + std::string(100000, ']');
   rusage before{};
   ::getrusage(RUSAGE_SELF, &before);
-  const std::string error = error_of(deep);
+  const std::string error = json_parse_error_of(deep);
   rusage after{};
   ::getrusage(RUSAGE_SELF, &after);
   EXPECT_EQ(error, "f.json:/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/"
                    "0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0/0: nested more than 64 "
                    "levels deep; no scenario or DeepSpeed config needs that many");
   EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 64 * 1024);  // KiB: well under 64 MiB
-  EXPECT_EQ(error_of(std::string(64, '[') + std::string(64, ']')), "");
+  EXPECT_EQ(json_parse_error_of(std::string(64, '[') + std::string(64, ']')), "");
 }
 
 TEST(JsonDocument, NumberBeyondDoubleIsBadInputWithItsPosition) {
-  EXPECT_EQ(error_of("{\n  \"lr\": 1e400\n}"),
+  EXPECT_EQ(json_parse_error_of("{\n  \"lr\": 1e400\n}"),
             "f.json:2:9: invalid JSON: the number 1e400 is out of range (beyond a 64-bit float)");
 }
 
