@@ -313,6 +313,49 @@ std::optional<std::string> read_one_cycle(const nlohmann::json& raw_params, Obje
   return std::nullopt;
 }
 
+// "warmup_num_steps" of WarmupLR, WarmupDecayLR and WarmupCosineLR, by the release's rule
+// (runtime/lr_schedules.py __init__): both warm up over max(2, n) steps; from 0.19.3 an n that
+// is not a Python int (a bool is one: true is 1) or is <= 0 is a ValueError first, while 0.16.9
+// takes any number (0 warms up over 2 steps) and fails only where max() cannot compare it with
+// 2. Returns the refusal in Python's words, if any.
+std::optional<std::string> read_warmup_num_steps(ObjectReader& params,
+                                                 const DeepSpeedRelease& release,
+                                                 DeepSpeedConfig& result, LrSchedule& schedule) {
+  params.note_known("warmup_num_steps");
+  if (!params.has("warmup_num_steps")) return std::nullopt;  // the default, 1000
+  const nlohmann::json& steps = params.required_value("warmup_num_steps");
+  // As an f-string writes it (str(), not repr()): got 0, got x, got None.
+  const std::string as_python = steps.is_string() ? steps.get<std::string>() : python_repr(steps);
+  const bool python_int = steps.is_number_integer() || steps.is_boolean();
+  if (release.warmup_num_steps_validated &&
+      (!python_int || (steps.is_boolean() ? !steps.get<bool>() : steps.get<int64_t>() <= 0))) {
+    return "ValueError: warmup_num_steps must be a positive integer, got " + as_python;
+  }
+  if (!steps.is_number() && !steps.is_boolean()) {
+    return "TypeError: '>' not supported between instances of '" + python_type_name(steps) +
+           "' and 'int' (max(2, warmup_num_steps))";
+  }
+  if (steps.is_boolean()) {
+    schedule.warmup_num_steps = 2;  // max(2, True) and max(2, False)
+  } else if (steps.is_number_integer()) {
+    schedule.warmup_num_steps = params.required_int("warmup_num_steps",
+                                                    std::numeric_limits<int64_t>::min());
+  } else {
+    const double number = steps.get<double>();
+    if (number <= 2.0) {
+      schedule.warmup_num_steps = 2;  // max(2, n) is 2 whatever n below it was
+    } else if (number == std::floor(number) && number < 1e18) {
+      schedule.warmup_num_steps = static_cast<int64_t>(number);  // 10.0 warms up as 10 does
+    } else {
+      result.scheduler_not_implemented =
+          "a fractional warmup_num_steps (" + as_python + ", which DeepSpeed " + release.version +
+          " warms up over as it is) is not implemented by the reference engine; write a whole "
+          "number";
+    }
+  }
+  return std::nullopt;
+}
+
 // "scheduler": {"type", "params"}. deepspeed.initialize builds DeepSpeed's own schedulers (or a
 // torch.optim.lr_scheduler class of that name) as cls(optimizer, **params)
 // (runtime/engine.py _scheduler_from_config); what Python refuses there is scheduler_invalid,
@@ -389,14 +432,11 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
            ".__init__() missing 1 required positional argument: 'total_num_steps'");
     return;
   }
-  if (params.has("warmup_num_steps") && release.warmup_num_steps_validated) {
-    const nlohmann::json& steps = params.required_value("warmup_num_steps");
-    if (!steps.is_number_integer() || steps.get<int64_t>() <= 0) {
-      refuse("ValueError: warmup_num_steps must be a positive integer, got " + steps.dump());
-      return;
-    }
+  if (auto refusal = read_warmup_num_steps(params, release, result, schedule)) {
+    refuse(*refusal);
+    return;
   }
-  schedule.warmup_num_steps = params.optional_int("warmup_num_steps", 1000, 1);
+  if (!result.scheduler_not_implemented.empty()) return;
   if (params.has("total_num_steps")) {
     schedule.total_num_steps = params.required_int("total_num_steps", 0);
   }
