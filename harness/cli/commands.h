@@ -27,6 +27,8 @@ struct NewScenarioArgs {
   std::string hf_trainer;         // a JSON file of TrainingArguments fields; empty: none
   std::string deepspeed_version;  // empty: the scenario format's default
   std::vector<std::string> habits;  // "KEY=VALUE" loop keys
+  std::string client_optimizer;  // compact spelling or a .json file (new_optimizer_options.h)
+  std::string param_groups;      // compact spelling or a .json file; empty: none
   int64_t world_size = 1;
   std::optional<int64_t> intended_batch;  // empty: the batch the config trains with
   int64_t steps = 4;

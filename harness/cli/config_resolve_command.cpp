@@ -26,14 +26,16 @@ int run_config_resolve(const ConfigResolveArgs& args) {
   // Batch sizes need no optimizer: a config whose optimizer the engine lacks still resolves.
   DeepSpeedConfig config;
   try {
-    const nlohmann::json pasted = read_json_file(args.config_file, JsonDialect::deepspeed_config);
+    KeyOrder key_order;
+    const nlohmann::json pasted =
+        read_json_file(args.config_file, JsonDialect::deepspeed_config, &key_order);
     // Every "auto" at once, with what the Trainer would write (not one key per run).
     if (const std::vector<std::string> autos = find_auto_values(pasted); !autos.empty()) {
       std::cerr << args.config_file << ":" << autos.front() << ": "
                 << describe_auto_values(pasted, args.world_size) << "\n";
       return kExitBadInput;
     }
-    config = read_deepspeed_config(pasted, args.config_file, "", *release);
+    config = read_deepspeed_config(pasted, args.config_file, "", *release, &key_order);
   } catch (const ScenarioError& error) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;

@@ -21,22 +21,23 @@
 namespace trainrepro {
 namespace {
 
-// Loads every scenario that needs a golden; prints load errors. Returns false if any failed.
-bool load_scenarios_needing_goldens(const std::vector<std::string>& paths,
-                                    std::vector<Scenario>& scenarios) {
+// Loads every scenario that needs a golden; prints each file that does not load (or cannot be
+// read) and goes on with the others, as `run` does. Returns how many did not load.
+int load_scenarios_needing_goldens(const std::vector<std::string>& paths,
+                                   std::vector<Scenario>& scenarios) {
   const DiscoveredScenarios discovered = discover_scenarios(paths);
-  bool all_loaded = discovered.errors.empty();
+  int not_loaded = static_cast<int>(discovered.errors.size());
   for (const DiscoveryError& error : discovered.errors) std::cerr << error.message << "\n";
   for (const std::string& file : discovered.files) {
     LoadAttempt attempt = try_load_scenario(file);
     if (!attempt.scenario) {
       std::cerr << attempt.failure.verdict.found << "\n";
-      all_loaded = false;
+      ++not_loaded;
     } else if (needs_golden(*attempt.scenario)) {
       scenarios.push_back(std::move(*attempt.scenario));
     }
   }
-  return all_loaded;
+  return not_loaded;
 }
 
 // A golden of a scenario this machine cannot hold would crash half-way; refused first, unless
@@ -55,32 +56,41 @@ bool fits_this_machine(const Scenario& scenario) {
   return true;
 }
 
+// Writes every golden it can: a scenario this machine cannot hold, or whose model cannot train
+// on its data, is named and left without one (exit 2), and the others are written.
 int update_goldens(const std::vector<Scenario>& scenarios, const GoldenArgs& args) {
-  if (!args.allow_large) {
-    bool all_fit = true;
-    for (const Scenario& scenario : scenarios) all_fit = fits_this_machine(scenario) && all_fit;
-    if (!all_fit) return kExitBadInput;
-  }
-  const std::string& golden_dir = args.golden_dir;
+  int refused = 0;
   // Scenarios sharing a key (a bug and its fixed twin) share one golden, computed once.
   std::map<std::string, std::vector<const Scenario*>> by_file;
   for (const Scenario& scenario : scenarios) {
+    if (!args.allow_large && !fits_this_machine(scenario)) {
+      ++refused;
+      continue;
+    }
     by_file[golden_file_name(golden_key(scenario))].push_back(&scenario);
   }
+  size_t written = 0, users_written = 0;
   for (const auto& [file, users] : by_file) {
     Golden golden;
     try {
       golden = compute_golden(*users.front());
     } catch (const UserModelError& error) {  // the user's model cannot train on its data
       std::cerr << users.front()->file << ":/model/options/file: " << error.what() << "\n";
-      return kExitBadInput;
+      refused += static_cast<int>(users.size());
+      continue;
     }
-    const std::string path = write_golden(golden_dir, golden);
+    const std::string path = write_golden(args.golden_dir, golden);
     std::cout << "wrote " << path << " (used by";
     for (const Scenario* user : users) std::cout << " " << user->name;
     std::cout << ")\n";
+    ++written;
+    users_written += users.size();
   }
-  std::cout << by_file.size() << " golden file(s) for " << scenarios.size() << " scenario(s)\n";
+  std::cout << written << " golden file(s) for " << users_written << " scenario(s)\n";
+  if (refused > 0) {
+    std::cerr << refused << " scenario(s) got no golden (above)\n";
+    return kExitBadInput;
+  }
   return kExitOk;
 }
 
@@ -108,9 +118,17 @@ int check_goldens(const std::vector<Scenario>& scenarios, const std::string& gol
 
 int run_golden(const GoldenArgs& args) {
   std::vector<Scenario> scenarios;
-  if (!load_scenarios_needing_goldens(args.paths, scenarios)) return kExitBadInput;
-  return args.update ? update_goldens(scenarios, args)
-                     : check_goldens(scenarios, args.golden_dir);
+  const int not_loaded = load_scenarios_needing_goldens(args.paths, scenarios);
+  const int status = args.update ? update_goldens(scenarios, args)
+                                 : check_goldens(scenarios, args.golden_dir);
+  if (not_loaded == 0) return status;
+  // The goldens of the others are written (or checked) all the same; the bad files decide the
+  // exit code unless something worse happened.
+  std::cerr << not_loaded << " file(s) did not load (above): "
+            << (args.update ? "no golden written for them; the others' are above"
+                            : "not checked; the others are above")
+            << "\n";
+  return status == kExitOk ? kExitBadInput : status;
 }
 
 }  // namespace trainrepro

@@ -77,6 +77,15 @@ int main(int argc, char** argv) {
   new_scenario->add_option("--habit", new_args.habits,
                            "a loop habit KEY=VALUE (scenarios/README.md, \"loop\"), e.g. "
                            "keep=loss_with_graph; repeatable");
+  new_scenario->add_option("--client-optimizer", new_args.client_optimizer,
+                           "the optimizer your script passes to deepspeed.initialize (a config "
+                           "without \"optimizer\"): 'AdamW lr=3e-4 weight_decay=0.1 "
+                           "betas=0.9,0.95' (AdamW, Adam or SGD with torch's parameter names), or "
+                           "a .json file holding the client_optimizer section");
+  new_scenario->add_option("--param-groups", new_args.param_groups,
+                           "the param groups your script passes: 'no_decay=bias,LayerNorm.weight' "
+                           "(names containing one of these get weight_decay 0, the rest the "
+                           "optimizer's), or a .json file holding the parameter_groups array");
   new_scenario->add_option("--deepspeed-version", new_args.deepspeed_version,
                            "the DeepSpeed release whose semantics apply (default 0.19.8)");
   new_scenario->add_option("--name", new_args.name, "the scenario's name (default: from -o)");

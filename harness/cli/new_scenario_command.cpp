@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/new_optimizer_options.h"
 #include "harness/files/atomic_write.h"
 #include "harness/json/scenario_error.h"
 #include "harness/scenario/load_scenario.h"
@@ -22,11 +23,6 @@ namespace trainrepro {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A command-line value that cannot make a scenario; the message names the option.
-struct ArgumentError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // A path as the scenario should write it: relative to the scenario's own folder, so the scenario
 // and its files can move together.
@@ -97,7 +93,16 @@ void add_model_and_data(const NewScenarioArgs& args, nlohmann::ordered_json& sce
   }
 }
 
-nlohmann::ordered_json build_scenario(const NewScenarioArgs& args, int64_t intended_batch) {
+// The sections --client-optimizer and --param-groups write, in that order.
+std::vector<OptionSection> optimizer_options(const NewScenarioArgs& args) {
+  std::vector<OptionSection> options;
+  if (!args.client_optimizer.empty()) options.push_back(client_optimizer_option(args.client_optimizer));
+  if (!args.param_groups.empty()) options.push_back(parameter_groups_option(args.param_groups));
+  return options;
+}
+
+nlohmann::ordered_json build_scenario(const NewScenarioArgs& args, int64_t intended_batch,
+                                      const std::vector<OptionSection>& options) {
   nlohmann::ordered_json scenario;
   scenario["name"] = args.name.empty() ? name_from_output(args.output) : args.name;
   scenario["description"] =
@@ -105,7 +110,11 @@ nlohmann::ordered_json build_scenario(const NewScenarioArgs& args, int64_t inten
       ": say here what this setup should show.";
   scenario["tags"] = {"user"};
   add_model_and_data(args, scenario);
-  scenario["deepspeed"] = read_json_file(args.ds_config, JsonDialect::deepspeed_config);
+  // Verbatim, in the user's key order (DeepSpeed's messages list keys in it too).
+  KeyOrder config_order;
+  scenario["deepspeed"] = in_file_order(
+      read_json_file(args.ds_config, JsonDialect::deepspeed_config, &config_order), config_order);
+  for (const OptionSection& option : options) scenario[option.section] = option.value;
   if (!args.hf_trainer.empty()) scenario["hf_trainer"] = read_json_file(args.hf_trainer);
   if (!args.deepspeed_version.empty()) scenario["deepspeed_version"] = args.deepspeed_version;
   scenario["world_size"] = args.world_size;
@@ -120,14 +129,22 @@ nlohmann::ordered_json build_scenario(const NewScenarioArgs& args, int64_t inten
   return scenario;
 }
 
-// DeepSpeed's resolution of the config in this scenario, printed as `config resolve` prints it;
-// the batch it trains with, or nothing when it refuses the config (said on stderr).
-std::optional<int64_t> print_resolution(const Scenario& scenario) {
+// The scenario as `run` will load it from the file `new` writes (keys in the written order).
+Scenario load_as_written(const nlohmann::ordered_json& scenario, const std::string& output) {
+  KeyOrder key_order;
+  const nlohmann::json document =
+      parse_json_text(scenario.dump(), output, JsonDialect::strict, &key_order);
+  return load_scenario_document(document, output, &key_order);
+}
+
+// DeepSpeed's resolution of the config in this scenario, printed as `config resolve` prints it:
+// the batch it trains with, or its refusal.
+std::variant<int64_t, ConfigError> print_resolution(const Scenario& scenario) {
   const PlanResolution resolution = resolve_plan(scenario, Device::cpu);
   if (const auto* error = std::get_if<ConfigError>(&resolution)) {
     std::cout << "DeepSpeed " << scenario.deepspeed.release->version
               << " refuses this config: " << error->message << "\n";
-    return std::nullopt;
+    return *error;
   }
   const ResolvedBatch& batch = std::get<Plan>(resolution).batch;
   std::cout << "DeepSpeed " << scenario.deepspeed.release->version << " trains with "
@@ -135,6 +152,21 @@ std::optional<int64_t> print_resolution(const Scenario& scenario) {
             << batch.micro_batch_per_gpu << " x gradient_accumulation_steps "
             << batch.gradient_accumulation_steps << " x world size " << batch.world_size << "\n";
   return batch.train_batch_size;
+}
+
+// The expectation of a scenario kept as a reproduction of DeepSpeed's refusal.
+std::string refusal_expectation(const ConfigError& refusal) {
+  return "{\"outcome\": \"config_error\", \"error\": \"" +
+         std::string(spelling_of(refusal.kind, config_error_spellings())) + "\"}";
+}
+
+// What --intended-batch would do for a config DeepSpeed refuses: nothing about the refusal;
+// it only lets `new` write the scenario, which then reproduces the refusal.
+std::string refused_without_intended_batch(const ConfigError& refusal) {
+  return "nothing written: DeepSpeed refuses this config (above), so no batch trains and there "
+         "is none to compare with. Fix the config and run `new` again. To keep the refusal "
+         "itself as a scenario (a reproduction of it), pass --intended-batch N, the train batch "
+         "size you meant, and set the scenario's \"expect\" to " + refusal_expectation(refusal);
 }
 
 }  // namespace
@@ -148,18 +180,25 @@ int run_new_scenario(const NewScenarioArgs& args) {
   }
   nlohmann::ordered_json scenario;
   Scenario loaded;
+  std::vector<OptionSection> options;
+  std::optional<ConfigError> refusal;
   try {
+    options = optimizer_options(args);
     // First with a placeholder batch: loading reads the config (as `config resolve` does) and
     // the user's files, which say the batch DeepSpeed trains with and the data's shapes.
-    scenario = build_scenario(args, args.intended_batch.value_or(1));
-    Scenario probe = load_scenario_document(nlohmann::json::parse(scenario.dump()), args.output);
+    scenario = build_scenario(args, args.intended_batch.value_or(1), options);
+    Scenario probe = load_as_written(scenario, args.output);
     for (const std::string& warning : probe.deepspeed.warnings) {
-      std::cerr << "warning: " << warning << "\n";
+      std::cerr << "warning: " << warning_said_by_option(warning, args.output, options) << "\n";
     }
-    const std::optional<int64_t> trained = print_resolution(probe);
-    if (!args.intended_batch && !trained) {
-      std::cerr << "--intended-batch: DeepSpeed refuses the config, so the batch you intend "
-                   "cannot be read from it: pass the train batch size you meant\n";
+    const std::variant<int64_t, ConfigError> resolution = print_resolution(probe);
+    const std::optional<int64_t> trained =
+        std::holds_alternative<int64_t>(resolution)
+            ? std::optional<int64_t>(std::get<int64_t>(resolution))
+            : std::nullopt;
+    if (const auto* refused = std::get_if<ConfigError>(&resolution)) refusal = *refused;
+    if (!args.intended_batch && refusal) {
+      std::cerr << refused_without_intended_batch(*refusal) << "\n";
       return kExitBadInput;
     }
     const int64_t intended = args.intended_batch.value_or(trained.value_or(1));
@@ -171,9 +210,9 @@ int run_new_scenario(const NewScenarioArgs& args) {
       std::cout << "golden.train_batch_size " << intended << " (the batch this config trains "
                 << "with); if you meant another, pass --intended-batch N\n";
     }
-    loaded = load_scenario_document(nlohmann::json::parse(scenario.dump()), args.output);
+    loaded = load_as_written(scenario, args.output);
   } catch (const ScenarioError& error) {
-    std::cerr << error.what() << "\n";
+    std::cerr << said_by_option(error, args.output, options) << "\n";
     return kExitBadInput;
   } catch (const ArgumentError& error) {
     std::cerr << error.what() << "\n";
@@ -185,8 +224,14 @@ int run_new_scenario(const NewScenarioArgs& args) {
     std::cerr << args.output << ": cannot write: " << error.what() << "\n";
     return kExitInfrastructure;
   }
-  std::cout << "wrote " << args.output << " (expect: pass; to keep it as a bug reproduction, set "
-            << "\"expect\" to the diagnosis `run` names)\n";
+  if (refusal) {
+    std::cout << "wrote " << args.output << " (expect: pass, so `run` reports DeepSpeed's refusal "
+              << "as a failure; to keep it as a reproduction of the refusal, set \"expect\" to "
+              << refusal_expectation(*refusal) << ")\n";
+  } else {
+    std::cout << "wrote " << args.output << " (expect: pass; to keep it as a bug reproduction, "
+              << "set \"expect\" to the diagnosis `run` names)\n";
+  }
   if (args.write_golden && std::holds_alternative<Plan>(resolve_plan(loaded, Device::cpu))) {
     GoldenArgs golden;
     golden.update = true;

@@ -27,8 +27,9 @@ bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; 
 
 class HjsonReader {
  public:
-  HjsonReader(const std::string& text, const std::string& display_path, size_t max_depth)
-      : text_(text), path_(display_path), max_depth_(max_depth) {}
+  HjsonReader(const std::string& text, const std::string& display_path, size_t max_depth,
+              KeyOrder* key_order)
+      : text_(text), path_(display_path), max_depth_(max_depth), key_order_(key_order) {}
 
   nlohmann::json read_root() {
     check_utf8();
@@ -45,6 +46,7 @@ class HjsonReader {
       } catch (const ScenarioError& as_members) {
         at_ = start;
         depth_ = 0;
+        if (key_order_ != nullptr) key_order_->clear();
         try {
           value = read_value("");
           skip_blanks_and_comments();
@@ -181,6 +183,7 @@ class HjsonReader {
                                 "config with repeated keys (ValueError: Duplicate keys in "
                                 "DeepSpeed config), so remove one of them");
       }
+      if (key_order_ != nullptr) (*key_order_)[pointer].push_back(key);
       object[key] = read_value(member_pointer);
       skip_blanks_and_comments();
       if (peek() == ',') ++at_;
@@ -442,6 +445,7 @@ class HjsonReader {
   const std::string& text_;
   const std::string& path_;
   size_t max_depth_;
+  KeyOrder* key_order_;  // null: not wanted
   size_t at_ = 0;
   size_t depth_ = 0;
 };
@@ -449,8 +453,8 @@ class HjsonReader {
 }  // namespace
 
 nlohmann::json parse_hjson(const std::string& text, const std::string& display_path,
-                           size_t max_depth) {
-  return HjsonReader(text, display_path, max_depth).read_root();
+                           size_t max_depth, KeyOrder* key_order) {
+  return HjsonReader(text, display_path, max_depth, key_order).read_root();
 }
 
 }  // namespace trainrepro

@@ -12,12 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/json/json_fields.h"
+
 namespace trainrepro {
 
 // The value `text` holds, read as hjson-py reads it. A syntax error, a key given twice in one
 // object, nesting beyond `max_depth` or a number beyond a 64-bit float is a ScenarioError naming
-// `display_path` and the line:column (or, for a repeated key, its JSON pointer).
+// `display_path` and the line:column (or, for a repeated key, its JSON pointer). `key_order`,
+// when given, receives every object's keys in the order the text writes them.
 nlohmann::json parse_hjson(const std::string& text, const std::string& display_path,
-                           size_t max_depth);
+                           size_t max_depth, KeyOrder* key_order = nullptr);
 
 }  // namespace trainrepro

@@ -86,8 +86,9 @@ std::string escape_pointer_token(const std::string& key) {
   return escaped;
 }
 
-ObjectReader::ObjectReader(const nlohmann::json& value, std::string file, std::string pointer)
-    : object_(&value), file_(std::move(file)), pointer_(std::move(pointer)) {
+ObjectReader::ObjectReader(const nlohmann::json& value, std::string file, std::string pointer,
+                           const KeyOrder* key_order)
+    : object_(&value), file_(std::move(file)), pointer_(std::move(pointer)), key_order_(key_order) {
   if (!value.is_object()) {
     throw ScenarioError(file_, pointer_, "expected an object, found " + describe_json_value(value));
   }
@@ -98,6 +99,23 @@ std::string ObjectReader::pointer_to(const std::string& key) const {
 }
 
 bool ObjectReader::has(const std::string& key) const { return object_->contains(key); }
+
+std::vector<std::string> ObjectReader::keys_in_file_order() const {
+  std::vector<std::string> keys;
+  if (key_order_ != nullptr) {
+    const auto written = key_order_->find(pointer_);
+    if (written != key_order_->end()) {
+      for (const std::string& key : written->second) {
+        if (object_->contains(key)) keys.push_back(key);
+      }
+    }
+  }
+  // Keys the file did not write (filled in since, or no order known) follow, sorted.
+  for (const auto& item : object_->items()) {
+    if (std::find(keys.begin(), keys.end(), item.key()) == keys.end()) keys.push_back(item.key());
+  }
+  return keys;
+}
 
 void ObjectReader::note_known(const std::string& key) { read_keys_.insert(key); }
 
@@ -213,12 +231,12 @@ std::vector<int64_t> ObjectReader::required_int_list(const std::string& key, siz
 }
 
 ObjectReader ObjectReader::required_object(const std::string& key) {
-  return ObjectReader(value_of(key), file_, pointer_to(key));
+  return ObjectReader(value_of(key), file_, pointer_to(key), key_order_);
 }
 
 ObjectReader ObjectReader::optional_object(const std::string& key) {
   note_known(key);
-  if (!has(key)) return ObjectReader(empty_object(), file_, pointer_to(key));
+  if (!has(key)) return ObjectReader(empty_object(), file_, pointer_to(key), key_order_);
   return required_object(key);
 }
 

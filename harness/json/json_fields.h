@@ -6,6 +6,7 @@
 // falling back to a default. Every error names the file and the JSON pointer of the value.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -29,15 +30,26 @@ std::string closest_spelling(const std::string& written, const std::vector<std::
 // RFC 6901: "~" → "~0", "/" → "~1".
 std::string escape_pointer_token(const std::string& key);
 
+// The keys of every object of a parsed file in the order the file writes them, by the object's
+// JSON pointer ("" for the root). nlohmann::json keeps an object's keys sorted; where a message
+// follows the file's order (pydantic lists a section's forbidden keys in it), this says what
+// that order was.
+using KeyOrder = std::map<std::string, std::vector<std::string>>;
+
 class ObjectReader {
  public:
-  // Throws ScenarioError unless `value` is an object. `value` must outlive the reader.
-  ObjectReader(const nlohmann::json& value, std::string file, std::string pointer);
+  // Throws ScenarioError unless `value` is an object. `value` must outlive the reader, and
+  // `key_order` (the file's, in the same pointers; may be null) too. Readers of its members
+  // share it.
+  ObjectReader(const nlohmann::json& value, std::string file, std::string pointer,
+               const KeyOrder* key_order = nullptr);
 
   const std::string& file() const { return file_; }
   const std::string& pointer() const { return pointer_; }
   std::string pointer_to(const std::string& key) const;
   bool has(const std::string& key) const;
+  // This object's keys in the file's order where it is known, else sorted.
+  std::vector<std::string> keys_in_file_order() const;
 
   // Throws a ScenarioError located at `key` (or at this object when `key` is empty).
   [[noreturn]] void fail(const std::string& key, const std::string& message) const;
@@ -99,6 +111,7 @@ class ObjectReader {
   const nlohmann::json* object_;
   std::string file_;
   std::string pointer_;
+  const KeyOrder* key_order_;
   std::set<std::string> read_keys_;
 };
 

@@ -30,7 +30,8 @@ OptimizerConfig read_client_optimizer(ObjectReader& section) {
       if (!value.is_array() || value.size() != 2 || !value[0].is_number() ||
           !value[1].is_number() || value[0].get<double>() < 0 || value[0].get<double>() >= 1 ||
           value[1].get<double>() < 0 || value[1].get<double>() >= 1) {
-        params.fail("betas", "expected two numbers in [0, 1), found " + describe_json_value(value));
+        params.fail("betas", "expected two numbers in [0, 1), found " +
+                                 (value.is_array() ? value.dump() : describe_json_value(value)));
       }
       optimizer.beta1 = value[0].get<double>();
       optimizer.beta2 = value[1].get<double>();

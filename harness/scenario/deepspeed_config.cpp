@@ -8,6 +8,7 @@
 #include <set>
 
 #include "harness/json/scenario_error.h"
+#include "harness/scenario/pydantic_error.h"
 
 namespace trainrepro {
 namespace {
@@ -66,6 +67,12 @@ std::string lowercase(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return text;
+}
+
+std::string join(const std::vector<std::string>& parts, const std::string& separator) {
+  std::string joined;
+  for (const std::string& part : parts) joined += (joined.empty() ? "" : separator) + part;
+  return joined;
 }
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
@@ -306,6 +313,49 @@ std::optional<std::string> read_one_cycle(const nlohmann::json& raw_params, Obje
   return std::nullopt;
 }
 
+// "warmup_num_steps" of WarmupLR, WarmupDecayLR and WarmupCosineLR, by the release's rule
+// (runtime/lr_schedules.py __init__): both warm up over max(2, n) steps; from 0.19.3 an n that
+// is not a Python int (a bool is one: true is 1) or is <= 0 is a ValueError first, while 0.16.9
+// takes any number (0 warms up over 2 steps) and fails only where max() cannot compare it with
+// 2. Returns the refusal in Python's words, if any.
+std::optional<std::string> read_warmup_num_steps(ObjectReader& params,
+                                                 const DeepSpeedRelease& release,
+                                                 DeepSpeedConfig& result, LrSchedule& schedule) {
+  params.note_known("warmup_num_steps");
+  if (!params.has("warmup_num_steps")) return std::nullopt;  // the default, 1000
+  const nlohmann::json& steps = params.required_value("warmup_num_steps");
+  // As an f-string writes it (str(), not repr()): got 0, got x, got None.
+  const std::string as_python = steps.is_string() ? steps.get<std::string>() : python_repr(steps);
+  const bool python_int = steps.is_number_integer() || steps.is_boolean();
+  if (release.warmup_num_steps_validated &&
+      (!python_int || (steps.is_boolean() ? !steps.get<bool>() : steps.get<int64_t>() <= 0))) {
+    return "ValueError: warmup_num_steps must be a positive integer, got " + as_python;
+  }
+  if (!steps.is_number() && !steps.is_boolean()) {
+    return "TypeError: '>' not supported between instances of '" + python_type_name(steps) +
+           "' and 'int' (max(2, warmup_num_steps))";
+  }
+  if (steps.is_boolean()) {
+    schedule.warmup_num_steps = 2;  // max(2, True) and max(2, False)
+  } else if (steps.is_number_integer()) {
+    schedule.warmup_num_steps = params.required_int("warmup_num_steps",
+                                                    std::numeric_limits<int64_t>::min());
+  } else {
+    const double number = steps.get<double>();
+    if (number <= 2.0) {
+      schedule.warmup_num_steps = 2;  // max(2, n) is 2 whatever n below it was
+    } else if (number == std::floor(number) && number < 1e18) {
+      schedule.warmup_num_steps = static_cast<int64_t>(number);  // 10.0 warms up as 10 does
+    } else {
+      result.scheduler_not_implemented =
+          "a fractional warmup_num_steps (" + as_python + ", which DeepSpeed " + release.version +
+          " warms up over as it is) is not implemented by the reference engine; write a whole "
+          "number";
+    }
+  }
+  return std::nullopt;
+}
+
 // "scheduler": {"type", "params"}. deepspeed.initialize builds DeepSpeed's own schedulers (or a
 // torch.optim.lr_scheduler class of that name) as cls(optimizer, **params)
 // (runtime/engine.py _scheduler_from_config); what Python refuses there is scheduler_invalid,
@@ -382,14 +432,11 @@ void read_scheduler(ObjectReader& section, const DeepSpeedRelease& release,
            ".__init__() missing 1 required positional argument: 'total_num_steps'");
     return;
   }
-  if (params.has("warmup_num_steps") && release.warmup_num_steps_validated) {
-    const nlohmann::json& steps = params.required_value("warmup_num_steps");
-    if (!steps.is_number_integer() || steps.get<int64_t>() <= 0) {
-      refuse("ValueError: warmup_num_steps must be a positive integer, got " + steps.dump());
-      return;
-    }
+  if (auto refusal = read_warmup_num_steps(params, release, result, schedule)) {
+    refuse(*refusal);
+    return;
   }
-  schedule.warmup_num_steps = params.optional_int("warmup_num_steps", 1000, 1);
+  if (!result.scheduler_not_implemented.empty()) return;
   if (params.has("total_num_steps")) {
     schedule.total_num_steps = params.required_int("total_num_steps", 0);
   }
@@ -445,27 +492,6 @@ std::optional<ConfigError> find_removed_key(const nlohmann::json& config,
   return std::nullopt;
 }
 
-// How pydantic shows a value in its error: input_value=…, input_type=….
-std::string pydantic_input(const nlohmann::json& value) {
-  switch (value.type()) {
-    case nlohmann::json::value_t::null:
-      return "input_value=None, input_type=NoneType";
-    case nlohmann::json::value_t::boolean:
-      return std::string("input_value=") + (value.get<bool>() ? "True" : "False") +
-             ", input_type=bool";
-    case nlohmann::json::value_t::string:
-      return "input_value='" + value.get<std::string>() + "', input_type=str";
-    case nlohmann::json::value_t::number_float:
-      return "input_value=" + value.dump() + ", input_type=float";
-    case nlohmann::json::value_t::array:
-      return "input_value=" + value.dump() + ", input_type=list";
-    case nlohmann::json::value_t::object:
-      return "input_value=" + value.dump() + ", input_type=dict";
-    default:
-      return "input_value=" + value.dump() + ", input_type=int";
-  }
-}
-
 const ValidatedSection* validated_section(const DeepSpeedRelease& release,
                                           const std::string& schema_pointer) {
   for (const ValidatedSection& section : release.validated_sections) {
@@ -488,37 +514,70 @@ std::vector<std::string> keys_outside_schema(const DeepSpeedRelease& release,
   return outside;
 }
 
-// DeepSpeedConfig validates its pydantic sections while reading params, after the removed keys
-// and before the batch arithmetic; the first refusal is the one the user sees.
-void refuse_keys_outside_schema(const ObjectReader& section, const DeepSpeedRelease& release,
-                                const std::string& schema_pointer, const nlohmann::json& value,
-                                DeepSpeedConfig& result) {
-  if (result.refused_while_reading) return;
-  const std::vector<std::string> outside = keys_outside_schema(release, schema_pointer, value);
-  if (outside.empty()) return;
-  const ValidatedSection& schema = *validated_section(release, schema_pointer);
-  const std::string& key = outside.front();
-  // pydantic names a key by its dotted path inside the model's own section.
+// One pydantic model's ValidationError as it is put together: its errors in pydantic's order
+// (pydantic_error.h), the kind of the first, and what we say after DeepSpeed's text.
+struct ModelRefusal {
+  std::vector<PydanticError> errors;
+  std::optional<ConfigErrorKind> kind;
+  std::vector<std::string> notes;
+  std::vector<std::string> forbidden_at;                         // JSON pointers, in order
+  std::vector<std::pair<std::string, std::string>> typo_hints;  // (key as written, closest)
+};
+
+// An error for each key of `section` (reading `value`, the section at `schema_pointer` inside
+// the config) that the release's model does not know, in the file's order.
+void add_forbidden_keys(const ObjectReader& section, const DeepSpeedRelease& release,
+                        const std::string& schema_pointer, const nlohmann::json& value,
+                        ModelRefusal& refusal) {
+  const ValidatedSection* schema = validated_section(release, schema_pointer);
+  if (schema == nullptr || !value.is_object()) return;
+  // pydantic names a nested model's key by its dotted path inside the model's own section.
   const size_t nested = schema_pointer.find('/', 1);
-  const std::string dotted =
-      nested == std::string::npos ? key : schema_pointer.substr(nested + 1) + "." + key;
-  std::string message = std::to_string(outside.size()) + " validation error" +
-                        (outside.size() == 1 ? "" : "s") + " for " + schema.model + ": " +
-                        dotted + ": Extra inputs are not permitted [type=extra_forbidden, " +
-                        pydantic_input(value.at(key)) + "] (at " + section.file() + ":" +
-                        section.pointer_to(key) + "; DeepSpeed " + release.version +
-                        " refuses any key its schema does not know";
-  const std::string closest = closest_spelling(key, schema.keys);
-  message += closest.empty() ? ")" : ": did you mean \"" + closest + "\"?)";
-  result.refused_while_reading = ConfigError{ConfigErrorKind::unknown_section_key, message};
+  const std::string prefix =
+      nested == std::string::npos ? "" : schema_pointer.substr(nested + 1) + ".";
+  for (const std::string& key : section.keys_in_file_order()) {
+    if (contains(schema->keys, key)) continue;
+    refusal.errors.push_back({prefix + key, extra_forbidden_text(value.at(key))});
+    if (!refusal.kind) refusal.kind = ConfigErrorKind::unknown_section_key;
+    refusal.forbidden_at.push_back(section.pointer_to(key));
+    const std::string closest = closest_spelling(key, schema->keys);
+    if (!closest.empty()) refusal.typo_hints.emplace_back(key, closest);
+  }
 }
 
-// A section DeepSpeed validates (`section` reads `value`): keys outside its schema are refused,
-// the others the reference engine does not read are warned about as ignored.
+// DeepSpeedConfig validates its pydantic sections while reading params, after the removed keys
+// and before the batch arithmetic; the first refusal is the one the user sees.
+void refuse_model(const ModelRefusal& refusal, const std::string& model, const std::string& file,
+                  const DeepSpeedRelease& release, DeepSpeedConfig& result) {
+  if (result.refused_while_reading || refusal.errors.empty()) return;
+  std::vector<std::string> notes = refusal.notes;
+  if (!refusal.forbidden_at.empty()) {
+    std::string note = "at " + file + ":" + join(refusal.forbidden_at, ", ") + "; DeepSpeed " +
+                       release.version + " refuses any key its schema does not know";
+    std::vector<std::string> hints;
+    for (const auto& [written, closest] : refusal.typo_hints) {
+      hints.push_back("\"" + closest + "\"" +
+                      (refusal.forbidden_at.size() == 1 ? "" : " for \"" + written + "\""));
+    }
+    if (!hints.empty()) note += ": did you mean " + join(hints, ", ") + "?";
+    notes.push_back(note);
+  }
+  result.refused_while_reading =
+      ConfigError{*refusal.kind,
+                  validation_error_line(model, refusal.errors) + " (" + join(notes, "; ") + ")"};
+}
+
+// A section DeepSpeed validates with one model of its own (`section` reads `value`): keys
+// outside its schema are refused, the others the reference engine does not read are warned
+// about as ignored.
 void check_validated_section(const ObjectReader& section, const DeepSpeedRelease& release,
                              const std::string& schema_pointer, const nlohmann::json& value,
                              const std::string& why_ignored, DeepSpeedConfig& result) {
-  refuse_keys_outside_schema(section, release, schema_pointer, value, result);
+  ModelRefusal refusal;
+  add_forbidden_keys(section, release, schema_pointer, value, refusal);
+  if (const ValidatedSection* schema = validated_section(release, schema_pointer)) {
+    refuse_model(refusal, schema->model, section.file(), release, result);
+  }
   const std::vector<std::string> outside = keys_outside_schema(release, schema_pointer, value);
   warn_about_unread_keys(section, why_ignored, result.warnings,
                          std::set<std::string>(outside.begin(), outside.end()));
@@ -548,23 +607,6 @@ std::optional<int64_t> lax_integer(const nlohmann::json& value) {
   return std::nullopt;
 }
 
-// How Python prints a value pydantic quotes in its errors ('text', None, True, 2.5).
-std::string python_repr(const nlohmann::json& value) {
-  if (value.is_string()) return "'" + value.get<std::string>() + "'";
-  if (value.is_null()) return "None";
-  if (value.is_boolean()) return value.get<bool>() ? "True" : "False";
-  return value.dump();
-}
-
-std::string python_type_name(const nlohmann::json& value) {
-  if (value.is_string()) return "str";
-  if (value.is_null()) return "NoneType";
-  if (value.is_boolean()) return "bool";
-  if (value.is_number_integer()) return "int";
-  if (value.is_number_float()) return "float";
-  return value.is_array() ? "list" : "dict";
-}
-
 // "zero_optimization": {"stage": N, …}, or the legacy boolean DeepSpeed still reads as stage 1
 // (runtime/zero/config.py read_zero_config_deprecated). A stage outside 0-3 fails the pydantic
 // schema of DeepSpeedZeroConfig, before any batch arithmetic.
@@ -582,6 +624,9 @@ void read_zero_optimization(ObjectReader& section, const DeepSpeedRelease& relea
     return;
   }
   ObjectReader zero = section.optional_object("zero_optimization");
+  // One ValidationError for the whole model: the stage (its first field), the nested offload
+  // models (offload_param is declared before offload_optimizer), then its own forbidden keys.
+  ModelRefusal refusal;
   zero.note_known("stage");
   if (zero.has("stage")) {
     const nlohmann::json& stage = zero.required_value("stage");
@@ -589,26 +634,27 @@ void read_zero_optimization(ObjectReader& section, const DeepSpeedRelease& relea
     // outside 0-3, is its enum error.
     const std::optional<int64_t> written = lax_integer(stage);
     if (!written || *written < 0 || *written > 3) {
-      if (!result.refused_while_reading) {
-        result.refused_while_reading = ConfigError{
-            ConfigErrorKind::zero_stage_unsupported,
-            "1 validation error for DeepSpeedZeroConfig: stage: Input should be 0, 1, 2, 3 or 3 "
-            "[type=enum, input_value=" +
-                python_repr(stage) + ", input_type=" + python_type_name(stage) +
-                "] (DeepSpeed's maximum ZeRO stage is 3)"};
-      }
+      refusal.errors.push_back({"stage", "Input should be 0, 1, 2, 3 or 3 [type=enum, input_value=" +
+                                             python_repr(stage) + ", input_type=" +
+                                             python_type_name(stage) + "]"});
+      refusal.kind = ConfigErrorKind::zero_stage_unsupported;
+      refusal.notes.push_back("DeepSpeed's maximum ZeRO stage is 3");
     } else {
       result.zero_stage = *written;
     }
   }
-  check_validated_section(zero, release, "/zero_optimization", value,
-                          "ZeRO option not implemented by the reference engine; ignored", result);
+  // Every key but the stage is ignored here (warned about before the offload sections are
+  // looked into, which would count them as read).
+  const std::vector<std::string> outside = keys_outside_schema(release, "/zero_optimization", value);
+  warn_about_unread_keys(zero, "ZeRO option not implemented by the reference engine; ignored",
+                         result.warnings, std::set<std::string>(outside.begin(), outside.end()));
   for (const std::string offload : {"offload_param", "offload_optimizer"}) {
     if (!zero.has(offload) || !zero.required_value(offload).is_object()) continue;
-    refuse_keys_outside_schema(zero.optional_object(offload), release,
-                               "/zero_optimization/" + offload, zero.required_value(offload),
-                               result);
+    add_forbidden_keys(zero.optional_object(offload), release, "/zero_optimization/" + offload,
+                       zero.required_value(offload), refusal);
   }
+  add_forbidden_keys(zero, release, "/zero_optimization", value, refusal);
+  refuse_model(refusal, "DeepSpeedZeroConfig", zero.file(), release, result);
 }
 
 // Whether the release's pydantic model of `schema_pointer` has `key` (0.16.9 reads fewer keys).
@@ -893,8 +939,9 @@ const EnumSpellings<OptimizerKind>& optimizer_spellings() {
 }
 
 DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::string& file,
-                                      const std::string& pointer, const DeepSpeedRelease& release) {
-  ObjectReader section(config, file, pointer);
+                                      const std::string& pointer, const DeepSpeedRelease& release,
+                                      const KeyOrder* key_order) {
+  ObjectReader section(config, file, pointer, key_order);
   DeepSpeedConfig result;
   result.verbatim = config;
   result.release = &release;

@@ -107,8 +107,10 @@ const EnumSpellings<OptimizerKind>& optimizer_spellings();
 
 // `pointer` locates the config in its file ("/deepspeed" in a scenario, "" for a bare
 // ds_config.json); `release` decides defaults and refusals. Throws ScenarioError for values of
-// the wrong type.
+// the wrong type. `key_order` is the file's (json_document.h), in the file's pointers: where
+// DeepSpeed's own message lists keys, it lists them in that order. May be null.
 DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::string& file,
-                                      const std::string& pointer, const DeepSpeedRelease& release);
+                                      const std::string& pointer, const DeepSpeedRelease& release,
+                                      const KeyOrder* key_order = nullptr);
 
 }  // namespace trainrepro

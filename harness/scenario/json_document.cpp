@@ -28,7 +28,8 @@ constexpr std::streamsize kMaxFileBytes = 16 << 20;
 // the keys of every open object while parsing and stop at the first repeat.
 class DuplicateKeyGuard {
  public:
-  explicit DuplicateKeyGuard(std::string display_path) : display_path_(std::move(display_path)) {}
+  DuplicateKeyGuard(std::string display_path, KeyOrder* key_order)
+      : display_path_(std::move(display_path)), key_order_(key_order) {}
 
   bool operator()(int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     using Event = nlohmann::json::parse_event_t;
@@ -53,6 +54,7 @@ class DuplicateKeyGuard {
                                   "JSON keeps only the last one, so remove one of them");
         }
         frame.current_key = key;
+        if (key_order_ != nullptr) (*key_order_)[frame.pointer].push_back(key);
         break;
       }
       case Event::value:
@@ -89,6 +91,7 @@ class DuplicateKeyGuard {
   }
 
   std::string display_path_;
+  KeyOrder* key_order_;  // null: not wanted
   std::vector<Frame> frames_;
 };
 
@@ -102,12 +105,12 @@ std::string parser_explanation(const std::string& what) {
 }  // namespace
 
 nlohmann::json parse_json_text(const std::string& raw_text, const std::string& display_path,
-                               JsonDialect dialect) {
+                               JsonDialect dialect, KeyOrder* key_order) {
   if (dialect == JsonDialect::deepspeed_config) {
-    return parse_hjson(raw_text, display_path, kMaxNestingDepth);
+    return parse_hjson(raw_text, display_path, kMaxNestingDepth, key_order);
   }
   const std::string& text = raw_text;
-  DuplicateKeyGuard guard(display_path);
+  DuplicateKeyGuard guard(display_path, key_order);
   try {
     return nlohmann::json::parse(text, std::ref(guard), /*allow_exceptions=*/true,
                                  /*ignore_comments=*/false);
@@ -129,7 +132,8 @@ nlohmann::json parse_json_text(const std::string& raw_text, const std::string& d
   }
 }
 
-nlohmann::json read_json_file(const std::string& display_path, JsonDialect dialect) {
+nlohmann::json read_json_file(const std::string& display_path, JsonDialect dialect,
+                              KeyOrder* key_order) {
   // Regular files only: a FIFO would block forever and /dev/zero never ends.
   struct stat status {};
   if (::stat(display_path.c_str(), &status) != 0) {
@@ -159,7 +163,25 @@ nlohmann::json read_json_file(const std::string& display_path, JsonDialect diale
     throw ScenarioError(display_path, "",
                         std::string("cannot read the file: ") + std::strerror(errno));
   }
-  return parse_json_text(text, display_path, dialect);
+  return parse_json_text(text, display_path, dialect, key_order);
+}
+
+nlohmann::ordered_json in_file_order(const nlohmann::json& value, const KeyOrder& key_order,
+                                     const std::string& pointer) {
+  if (value.is_array()) {
+    nlohmann::ordered_json array = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < value.size(); ++i) {
+      array.push_back(in_file_order(value[i], key_order, pointer + "/" + std::to_string(i)));
+    }
+    return array;
+  }
+  if (!value.is_object()) return nlohmann::ordered_json(value);  // a scalar
+  const ObjectReader reader(value, "", pointer, &key_order);
+  nlohmann::ordered_json object = nlohmann::ordered_json::object();
+  for (const std::string& key : reader.keys_in_file_order()) {
+    object[key] = in_file_order(value.at(key), key_order, pointer + "/" + escape_pointer_token(key));
+  }
+  return object;
 }
 
 }  // namespace trainrepro

@@ -371,11 +371,14 @@ void stop_cycling_momentum_without_betas(const ObjectReader& root, DeepSpeedConf
 }  // namespace
 
 Scenario load_scenario(const std::string& file) {
-  return load_scenario_document(read_json_file(file), file);
+  KeyOrder key_order;
+  const nlohmann::json document = read_json_file(file, JsonDialect::strict, &key_order);
+  return load_scenario_document(document, file, &key_order);
 }
 
-Scenario load_scenario_document(const nlohmann::json& document, const std::string& file) {
-  ObjectReader root(document, file, "");
+Scenario load_scenario_document(const nlohmann::json& document, const std::string& file,
+                                const KeyOrder* key_order) {
+  ObjectReader root(document, file, "", key_order);
   Scenario scenario;
   scenario.file = file;
 
@@ -447,7 +450,7 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
   const nlohmann::json config =
       apply_hf_trainer(root, scenario, pasted, trainer_notes, trainer_optimizer);
   scenario.deepspeed =
-      read_deepspeed_config(config, file, root.pointer_to("deepspeed"), release);
+      read_deepspeed_config(config, file, root.pointer_to("deepspeed"), release, key_order);
   scenario.deepspeed.verbatim = pasted;  // as the user wrote it; the notes say what was filled
   for (std::string& note : trainer_notes) scenario.deepspeed.warnings.push_back(std::move(note));
   if (!release_note.empty()) scenario.deepspeed.warnings.push_back(release_note);
@@ -458,10 +461,11 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
   if (!refused && scenario.deepspeed.optimizer_type.empty()) {
     root.fail_at("/deepspeed/optimizer",
                  "required key is missing: DeepSpeed builds no optimizer without one (if your "
-                 "script passes its own optimizer to deepspeed.initialize, describe it in a "
+                 "script passes its own optimizer to deepspeed.initialize, describe it: "
+                 "`trainrepro new --client-optimizer 'AdamW lr=0.001'`, or a "
                  "\"client_optimizer\" section: {\"type\": \"AdamW\", \"params\": {\"lr\": "
                  "0.001}}; a Hugging Face Trainer run describes its TrainingArguments in "
-                 "\"hf_trainer\")");
+                 "\"hf_trainer\", `new --hf-trainer`)");
   }
   if (!refused && !scenario.deepspeed.optimizer_not_implemented.empty()) {
     root.fail_at("/deepspeed/optimizer/type", scenario.deepspeed.optimizer_not_implemented);

@@ -158,7 +158,8 @@ std::vector<ParameterGroup> read_parameter_groups(ObjectReader& root, const Mode
                    groups[g].rest ? "this group holds no parameter: the other groups hold every "
                                     "trainable one; remove it"
                                   : "this group holds no trainable parameter (it selects none, "
-                                    "or only frozen ones): remove it");
+                                    "or only frozen ones): remove it; this model's parameters: " +
+                                        describe_parameter_names(naming));
     }
   }
   return resolved;

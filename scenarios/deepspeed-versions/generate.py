@@ -47,6 +47,8 @@ def config_error(name):
 
 
 PASS = {"outcome": "pass"}
+BF16_WITH_FP16_KEYS = {"enabled": False, "loss_scale": 0, "loss_scale_window": 1000,
+                       "hysteresis": 2, "min_loss_scale": 1, "initial_scale_power": 16}
 SCENARIOS = [
     scenario("direct-backward-refused-at-stage0-0.19",
              "DeepSpeed 0.19.8 hooks the outputs of engine(x): loss.backward() at ZeRO stage 0 "
@@ -155,6 +157,45 @@ SCENARIOS = [
              "ignores the unknown key: it trains in float32 and matches.",
              ["regression-test", "deepspeed-version"], PASS, version="0.16.9",
              deepspeed={"fp16": {"enabled": False, "loss_scale_windw": 100}}),
+    # fp16's loss-scaler keys pasted under bf16: pydantic lists all five, in the file's order
+    # (checked against DeepSpeedConfig of the real 0.19.8 and 0.16.9).
+    scenario("bf16-with-fp16-keys-refused-0.19",
+             "fp16's loss-scaler keys pasted under bf16 (disabled): DeepSpeed 0.19.8's "
+             "DeepSpeedBF16Config forbids them and lists all 5 validation errors in the file's "
+             "order (loss_scale, loss_scale_window, hysteresis, min_loss_scale, "
+             "initial_scale_power).",
+             ["reproduction", "deepspeed-version"], config_error("unknown_section_key"),
+             deepspeed={"bf16": BF16_WITH_FP16_KEYS}),
+    scenario("bf16-with-fp16-keys-ignored-by-0.16",
+             "The same bf16 block under DeepSpeed 0.16.9, which reads bf16 with dict lookups and "
+             "ignores the keys: it trains in float32 and matches.",
+             ["regression-test", "deepspeed-version"], PASS, version="0.16.9",
+             deepspeed={"bf16": BF16_WITH_FP16_KEYS}),
+    # runtime/lr_schedules.py: 0.16.9 warms up over max(2, warmup_num_steps) whatever the
+    # number; 0.19.3+ refuses a value that is not a positive integer
+    # (scenarios/schedulers/warmup-num-steps-zero-refused.json is the 0.19.8 twin).
+    scenario("warmup-num-steps-zero-0.16",
+             "WarmupLR with warmup_num_steps 0 under DeepSpeed 0.16.9: accepted and warmed up "
+             "over max(2, 0) = 2 steps (0.19.8 refuses it: "
+             "schedulers/warmup-num-steps-zero-refused.json); trains and matches.",
+             ["regression-test", "deepspeed-version", "scheduler"], PASS, version="0.16.9",
+             deepspeed={"scheduler": {"type": "WarmupLR",
+                                      "params": {"warmup_min_lr": 0, "warmup_max_lr": 0.01,
+                                                 "warmup_num_steps": 0}}}),
+    scenario("warmup-cosine-num-steps-negative-0.16",
+             "WarmupCosineLR with warmup_num_steps -1 under DeepSpeed 0.16.9: max(2, -1) = 2 "
+             "warm-up steps, then the cosine over total_num_steps 5; trains and matches.",
+             ["regression-test", "deepspeed-version", "scheduler"], PASS, version="0.16.9",
+             deepspeed={"scheduler": {"type": "WarmupCosineLR",
+                                      "params": {"total_num_steps": 5,
+                                                 "warmup_num_steps": -1}}}),
+    scenario("warmup-cosine-num-steps-negative-refused-0.19",
+             "The same WarmupCosineLR under DeepSpeed 0.19.8: ValueError: warmup_num_steps must "
+             "be a positive integer, got -1.",
+             ["reproduction", "deepspeed-version", "scheduler"], config_error("scheduler_invalid"),
+             deepspeed={"scheduler": {"type": "WarmupCosineLR",
+                                      "params": {"total_num_steps": 5,
+                                                 "warmup_num_steps": -1}}}),
 ]
 
 

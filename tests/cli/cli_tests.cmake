@@ -188,3 +188,59 @@ add_cli_test(thousand-ranks-are-refused 2
 add_cli_test(golden-update-refuses-a-huge-model 2
   [=[huge-model\.json:/model/options: this scenario needs about]=]
   golden --update ${data}/resource_bombs/huge-model.json --golden-dir @RESULTS@)
+
+# --- new: a script that passes its own optimizer (--client-optimizer, --param-groups) ---------
+# Each bad value is named by its option, exit 2, nothing written; the good paths (new, then run)
+# are in new_options_test.py.
+set(no_optimizer ${data}/ds_configs/megatron_no_optimizer.json)
+add_cli_test(new-without-optimizer-names-the-client-optimizer-option 2
+  [=[/deepspeed/optimizer: required key is missing: DeepSpeed builds no optimizer without one \(if your script passes its own optimizer to deepspeed\.initialize, describe it: `trainrepro new --client-optimizer 'AdamW lr=0\.001'`]=]
+  new --ds-config ${no_optimizer} -o @RESULTS@/s.json)
+add_cli_test(new-client-optimizer-betas-expects-two-numbers 2
+  [=[--client-optimizer: 'betas' expects two numbers, found '0\.9']=]
+  new --ds-config ${no_optimizer} --client-optimizer "AdamW lr=3e-4 betas=0.9" -o @RESULTS@/s.json)
+add_cli_test(new-client-optimizer-value-checked-at-load-names-the-option 2
+  [=[--client-optimizer: 'betas=0\.9,1\.5': expected two numbers in \[0, 1\), found \[0\.9,1\.5\]]=]
+  new --ds-config ${no_optimizer} --client-optimizer "AdamW betas=0.9,1.5" -o @RESULTS@/s.json)
+add_cli_test(new-client-optimizer-unknown-class-names-the-option 2
+  [=[--client-optimizer: 'Adamw': expected a torch\.optim class the reference engine implements]=]
+  new --ds-config ${no_optimizer} --client-optimizer "Adamw lr=0.001" -o @RESULTS@/s.json)
+add_cli_test(new-client-optimizer-number-expected 2
+  [=[--client-optimizer: 'lr' expects a number, found 'fast']=]
+  new --ds-config ${no_optimizer} --client-optimizer "AdamW lr=fast" -o @RESULTS@/s.json)
+add_cli_test(new-client-optimizer-json-file-error-names-file-and-pointer 2
+  [=[--client-optimizer tests/data/new_options/client_optimizer_typo\.json:/params/lrr: unknown key "lrr" \(did you mean "lr"\?\)]=]
+  new --ds-config ${no_optimizer} --client-optimizer ${data}/new_options/client_optimizer_typo.json
+      -o @RESULTS@/s.json)
+add_cli_test(new-param-groups-expects-the-no-decay-spelling 2
+  [=[--param-groups: expected no_decay=SUBSTRING,… .*found 'bias,LayerNorm\.weight']=]
+  new --ds-config ${no_optimizer} --client-optimizer AdamW --param-groups bias,LayerNorm.weight
+      -o @RESULTS@/s.json)
+add_cli_test(new-param-groups-that-select-nothing-names-the-option 2
+  [=[--param-groups: 'no_decay=LayerNorm\.weight': this group holds no trainable parameter]=]
+  new --ds-config ${no_optimizer} --client-optimizer AdamW --param-groups no_decay=LayerNorm.weight
+      -o @RESULTS@/s.json)
+
+# --- new: a config DeepSpeed refuses says what --intended-batch would (and would not) do ------
+add_cli_test(new-on-a-refused-config-says-what-intended-batch-does 2
+  [=[refuses this config: Check batch related parameters.*nothing written: DeepSpeed refuses this config \(above\), so no batch trains.*Fix the config and run `new` again\. To keep the refusal itself as a scenario.*pass --intended-batch N.*"expect" to \{"outcome": "config_error", "error": "batch_size_mismatch"\}]=]
+  new --ds-config ${data}/ds_configs/inconsistent.json --world-size 2 --client-optimizer AdamW
+      -o @RESULTS@/s.json)
+
+# --- pydantic: every error of a section, in the file's order (DeepSpeed 0.19.8's text) --------
+add_cli_test(config-resolve-lists-every-pydantic-error-in-the-files-order 2
+  [=[5 validation errors for DeepSpeedBF16Config: loss_scale: Extra inputs are not permitted \[type=extra_forbidden, input_value=0, input_type=int\]: loss_scale_window: [^:]*: hysteresis: [^:]*: min_loss_scale: [^:]*: initial_scale_power: Extra inputs are not permitted \[type=extra_forbidden, input_value=16, input_type=int\] \(at ]=]
+  config resolve ${data}/ds_configs/bf16_with_fp16_keys.json)
+
+# The new-and-run paths of --client-optimizer / --param-groups, and `golden --update FOLDER`
+# with one bad file (the others' goldens are written).
+add_test(NAME cli/new-client-optimizer-then-run
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/new_options_test.py
+                 $<TARGET_FILE:trainrepro>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli/new-client-optimizer-then-run PROPERTIES LABELS cli TIMEOUT 300)
+add_test(NAME cli/golden-update-folder-writes-the-others
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/golden_update_folder_test.py
+                 $<TARGET_FILE:trainrepro>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli/golden-update-folder-writes-the-others PROPERTIES LABELS cli TIMEOUT 300)

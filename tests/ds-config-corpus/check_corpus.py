@@ -4,7 +4,7 @@ trained at world size 1 on the small MLP, or refused with a reason. Each config 
 scenario; a config with "auto" gets an "hf_trainer" section that agrees with every value the config
 fixes (as a run that got past the Trainer's checks had), per-device batch 2, GAS 2 and lr 1e-3
 otherwise, and a golden of the batch those arguments intend; one without an optimizer (and no "auto") the client optimizer its
-script would pass (torch AdamW, lr 1e-3); a config that is hjson but not strict JSON (comments,
+script would pass (torch AdamW, lr 1e-3), as `trainrepro new --client-optimizer` writes it; a config that is hjson but not strict JSON (comments,
 commas left out, no root braces, quoteless values: DeepSpeed reads config files with hjson)
 cannot be embedded in a scenario as it is and goes through `config resolve` only.
 
@@ -30,7 +30,7 @@ import tempfile
 HERE = pathlib.Path(__file__).resolve().parent
 HF_TRAINER = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 2,
               "learning_rate": 0.001}
-CLIENT_OPTIMIZER = {"type": "AdamW", "params": {"lr": 0.001}}
+CLIENT_OPTIMIZER = "AdamW lr=0.001"  # as `new --client-optimizer` takes it
 MODEL = {"name": "mlp", "options": {"dims": [12, 24, 3], "activation": "tanh"}, "seed": 1}
 DATA = {"name": "classification", "options": {"features": 12, "classes": 3}, "seed": 2}
 # A golden batch this big would only make the check slow (BERT's 65536 samples); such configs
@@ -119,6 +119,21 @@ def mixed_precision(config):
                for key in ("fp16", "bf16", "bfloat16"))
 
 
+def written_by_new(trainrepro, name, workdir):
+    """The scenario `trainrepro new --client-optimizer` writes for this config, as a user would
+    make it: its "deepspeed" (the file read as DeepSpeed reads it, with hjson: 1e5 is the
+    integer 100000) and "client_optimizer" sections are taken; the rest stays the corpus's own
+    (MODEL, DATA, the golden)."""
+    written = workdir / f"new-{name}"
+    done = run([trainrepro, "new", "--ds-config", str(HERE / "configs" / name), "-o", str(written),
+                "--client-optimizer", CLIENT_OPTIMIZER, "--intended-batch", "4", "--no-golden",
+                "--force"])
+    if done.returncode != 0:
+        raise RuntimeError(f"{name}: trainrepro new --client-optimizer failed:\n"
+                           f"{done.stdout}{done.stderr}")
+    return json.loads(written.read_text())
+
+
 def check_strict(trainrepro, name, config, workdir):
     scenario = {
         "name": name.removesuffix(".json"),
@@ -135,7 +150,9 @@ def check_strict(trainrepro, name, config, workdir):
             LARGEST_GOLDEN_BATCH)
     else:
         if "optimizer" not in config:  # the script passes its own to deepspeed.initialize
-            scenario["client_optimizer"] = CLIENT_OPTIMIZER
+            written = written_by_new(trainrepro, name, workdir)
+            scenario["deepspeed"] = written["deepspeed"]
+            scenario["client_optimizer"] = written["client_optimizer"]
         resolved = run([trainrepro, "config", "resolve", str(HERE / "configs" / name)])
         if resolved.returncode == 0:
             batch = json.loads(resolved.stdout)["train_batch_size"]

@@ -45,6 +45,7 @@ set(config_input_sources
     ${PROJECT_SOURCE_DIR}/harness/json/scenario_error.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/json_document.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_config.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/pydantic_error.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/lr_schedule.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_release.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/batch_config.cpp

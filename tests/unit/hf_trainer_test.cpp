@@ -202,8 +202,11 @@ TEST_F(HfTrainerScenario, DisagreementIsTheTrainersError) {
 TEST_F(HfTrainerScenario, ClientOptimizerTrainsAConfigWithoutOne) {
   nlohmann::json scenario = valid_scenario();
   scenario["deepspeed"].erase("optimizer");
-  EXPECT_NE(error_of(scenario).find("describe it in a \"client_optimizer\" section"),
-            std::string::npos);
+  // The message names the section and the `new` option that writes it.
+  EXPECT_NE(error_of(scenario).find("describe it: `trainrepro new --client-optimizer 'AdamW "
+                                    "lr=0.001'`, or a \"client_optimizer\" section"),
+            std::string::npos)
+      << error_of(scenario);
 
   scenario["client_optimizer"] = {{"type", "AdamW"}, {"params", {{"lr", 0.01}}}};
   Scenario loaded = load_scenario(write("s.json", scenario.dump()));

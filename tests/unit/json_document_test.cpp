@@ -24,6 +24,24 @@ std::string json_parse_error_of(const std::string& text) {
   return "";
 }
 
+// nlohmann::json sorts keys; the order the file wrote them is kept beside it, for both
+// dialects, and a document can be written back in it.
+TEST(JsonDocument, KeyOrderIsTheFilesInBothDialects) {
+  const std::string text = R"({"zeta": 1, "alpha": {"y": [{"b": 1, "a": 2}], "x": 2}, "mid": 3})";
+  for (const JsonDialect dialect : {JsonDialect::strict, JsonDialect::deepspeed_config}) {
+    KeyOrder order;
+    const nlohmann::json value = parse_json_text(text, "f.json", dialect, &order);
+    EXPECT_EQ(order[""], (std::vector<std::string>{"zeta", "alpha", "mid"}));
+    EXPECT_EQ(order["/alpha"], (std::vector<std::string>{"y", "x"}));
+    EXPECT_EQ(order["/alpha/y/0"], (std::vector<std::string>{"b", "a"}));
+    EXPECT_EQ(in_file_order(value, order).dump(), nlohmann::ordered_json::parse(text).dump());
+  }
+  // hjson without root braces, retried as members: the order is the members'.
+  KeyOrder order;
+  parse_json_text("b: 1\na: 2\n", "f.json", JsonDialect::deepspeed_config, &order);
+  EXPECT_EQ(order[""], (std::vector<std::string>{"b", "a"}));
+}
+
 TEST(JsonDocument, TrailingCommaIsLocatedByLineAndColumn) {
   EXPECT_EQ(json_parse_error_of("{\n  \"a\": 1,\n}"),
             "f.json:3:1: invalid JSON: syntax error while parsing object key - unexpected '}'; "

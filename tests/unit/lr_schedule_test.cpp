@@ -86,6 +86,43 @@ TEST(LrSchedule, FollowsTheNamedRelease) {
   EXPECT_EQ(scheduled_lr(*current.scheduler, 5, 0.5), 0.5);
 }
 
+// warmup_num_steps by each release's rule (runtime/lr_schedules.py WarmupLR.__init__): 0.16.9
+// takes any number as max(2, n), 0.19.8 refuses what is not a positive Python int. The rates are
+// the real WarmupLR's on torch.optim.AdamW (warmup_max_lr 0.01), 0.16.9 and 0.19.8 installed.
+TEST(LrSchedule, WarmupNumStepsFollowsEachReleasesRule) {
+  const auto warmup = [](const nlohmann::json& steps, const std::string& version) {
+    return read(scheduler("WarmupLR", {{"warmup_min_lr", 0.0},
+                                       {"warmup_max_lr", 0.01},
+                                       {"warmup_num_steps", steps}}),
+                0.01, version);
+  };
+  const std::vector<double> over_two_steps = {0.0, 0.0, 0.01, 0.01, 0.01, 0.01};
+  for (const nlohmann::json& steps : {nlohmann::json(0), nlohmann::json(-3), nlohmann::json(true)}) {
+    const DeepSpeedConfig old = warmup(steps, "0.16.9");
+    EXPECT_FALSE(old.scheduler_refused.has_value()) << steps;
+    expect_rates(old, over_two_steps);
+  }
+  expect_rates(warmup(10.0, "0.16.9"), {0.0, 0.0, 0.0030102999566398113, 0.004771212547196624,
+                                        0.006020599913279623, 0.006989700043360187});
+  // max(2, 2.5) warms up over a fraction of a step: accepted by DeepSpeed, not modelled here.
+  const DeepSpeedConfig fraction = warmup(2.5, "0.16.9");
+  EXPECT_FALSE(fraction.scheduler_refused.has_value());
+  EXPECT_NE(fraction.scheduler_not_implemented.find("fractional warmup_num_steps (2.5"),
+            std::string::npos);
+  EXPECT_EQ(warmup("x", "0.16.9").scheduler_refused->message,
+            "TypeError: '>' not supported between instances of 'str' and 'int' "
+            "(max(2, warmup_num_steps))");
+
+  expect_rates(warmup(true, "0.19.8"), over_two_steps);  // a bool is a Python int: True is 1
+  for (const auto& [steps, said] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {0, "0"}, {-3, "-3"}, {2.5, "2.5"}, {10.0, "10.0"}, {"x", "x"}, {false, "False"}}) {
+    const DeepSpeedConfig current = warmup(steps, "0.19.8");
+    ASSERT_TRUE(current.scheduler_refused.has_value()) << steps;
+    EXPECT_EQ(current.scheduler_refused->message,
+              "ValueError: warmup_num_steps must be a positive integer, got " + said);
+  }
+}
+
 // What deepspeed.initialize refuses, in Python's words; what it accepts but we lack.
 TEST(LrSchedule, RefusesWhatDeepSpeedCannotBuild) {
   const auto refused = [](const nlohmann::json& block) {

@@ -137,7 +137,8 @@ TEST_F(ScenarioLoading, ParameterGroupsResolveByNameAndRefuseWhatWouldTrainWrong
                     "every parameter the others leave out (or freeze it in model.frozen)");
   EXPECT_EQ(error_with(R"([{"params": ["layers.0.bias"]}, {}])"),
             path_ + ":/parameter_groups/0: this group holds no trainable parameter (it selects "
-                    "none, or only frozen ones): remove it");
+                    "none, or only frozen ones): remove it; this model's parameters: "
+                    "layers.<0-1>.weight, layers.<0-1>.bias");
   EXPECT_EQ(error_with(R"([{"params": ["layer.1"]}, {}])").rfind(
                 path_ + ":/parameter_groups/0/params/0: expected the name of a parameter or of a "
                         "module holding some",
