@@ -10,6 +10,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/files/atomic_write.h"
+#include "harness/json/printable.h"
 #include "harness/json/scenario_error.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/json_document.h"
@@ -154,7 +155,7 @@ int run_new_scenario(const NewScenarioArgs& args) {
     scenario = build_scenario(args, args.intended_batch.value_or(1));
     Scenario probe = load_scenario_document(nlohmann::json::parse(scenario.dump()), args.output);
     for (const std::string& warning : probe.deepspeed.warnings) {
-      std::cerr << "warning: " << warning << "\n";
+      std::cerr << "warning: " << printable(warning) << "\n";
     }
     const std::optional<int64_t> trained = print_resolution(probe);
     if (!args.intended_batch && !trained) {
