@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""__TITLE__
+"""Reproduction of a trainrepro scenario with PyTorch and the real DeepSpeed.
 
-__DESCRIPTION__
+Exported by `trainrepro export --python` (trainrepro __VERSION__). The scenario (its name,
+description, DeepSpeed config and loop habits), the file it came from and what trainrepro expects
+are the JSON text in EXPORTED below: data, read with json.loads, never run as code. This script
+runs the real DeepSpeed on the CPU with the scenario's DeepSpeed config, verbatim, and the
+training loop's habits, then compares the gradients DeepSpeed accumulated at each optimizer step
+with the gradients of ONE unaccumulated batch of the intended size (the scenario's
+golden.train_batch_size samples), computed by plain PyTorch in float64 from the same weights and
+the same samples.
 
-Exported by `trainrepro export --python` (trainrepro __VERSION__) from __SOURCE__.
-It runs the real DeepSpeed on the CPU with the DeepSpeed config below, verbatim, and the training
-loop's habits below, then compares the gradients DeepSpeed accumulated at each optimizer step
-with the gradients of ONE unaccumulated batch of the intended size (__INTENDED__ samples),
-computed by plain PyTorch in float64 from the same weights and the same samples.
-
-Needs: torch and deepspeed (pip install deepspeed). Run:
-    DS_ACCELERATOR=cpu python __SCRIPT__                      (world size 1)
-    DS_ACCELERATOR=cpu torchrun --nproc_per_node N __SCRIPT__   (world size N)
+Needs: torch and deepspeed (pip install deepspeed). Run (THIS_FILE: this file's name):
+    DS_ACCELERATOR=cpu python THIS_FILE                      (world size 1)
+    DS_ACCELERATOR=cpu torchrun --nproc_per_node N THIS_FILE   (world size N)
 Exit code: 1 when DeepSpeed's gradients differ from the unaccumulated batch (the bug reproduces),
 0 when they agree, 2 when it cannot run as written.
 
@@ -26,8 +27,13 @@ import os
 import sys
 import types
 
-SCENARIO = json.loads(r'''__SCENARIO_JSON__''')
-# What trainrepro found for this scenario (its expectation): __EXPECTED__
+# Everything taken from the scenario, as one JSON text written as Python string literals by
+# trainrepro's escaper (ASCII only, every quote and backslash escaped): {"scenario": the scenario
+# file's JSON, "source": the file it was exported from, "expected": what trainrepro found}.
+EXPORTED = json.loads(
+__EXPORTED_DATA__
+)
+SCENARIO = EXPORTED["scenario"]
 TOLERANCE = 1e-3  # relative gradient error; float32 rounding stays below 1e-5 on these sizes
 
 
@@ -112,7 +118,7 @@ def main():
         before = [p.double() for p in step["parameters"]]
     if worst > TOLERANCE:
         print(f"REPRODUCED: DeepSpeed's gradients differ from one unaccumulated batch of {batch} "
-              f"(worst relative error {worst:.2e}); trainrepro: __EXPECTED__")
+              f"(worst relative error {worst:.2e}); trainrepro: {EXPORTED['expected']}")
         return 1
     print(f"AGREES: DeepSpeed's gradients equal one unaccumulated batch of {batch} at every step "
           f"(worst relative error {worst:.2e})")

@@ -7,6 +7,7 @@
 #include "harness/scenario/hf_trainer.h"
 #include "harness/scenario/json_document.h"
 #include "harness/scenario/plan.h"
+#include "harness/json/printable.h"
 #include "harness/json/scenario_error.h"
 #include "harness/verdict/verdict.h"
 
@@ -40,7 +41,7 @@ int run_config_resolve(const ConfigResolveArgs& args) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;
   }
-  for (const std::string& warning : config.warnings) std::cerr << "warning: " << warning << "\n";
+  for (const std::string& warning : config.warnings) std::cerr << "warning: " << printable(warning) << "\n";
 
   const BatchResolution resolution = resolve_deepspeed_config(config, args.world_size);
   if (const auto* error = std::get_if<ConfigError>(&resolution)) {

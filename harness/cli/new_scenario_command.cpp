@@ -11,6 +11,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/new_optimizer_options.h"
 #include "harness/files/atomic_write.h"
+#include "harness/json/printable.h"
 #include "harness/json/scenario_error.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/json_document.h"
@@ -189,7 +190,8 @@ int run_new_scenario(const NewScenarioArgs& args) {
     scenario = build_scenario(args, args.intended_batch.value_or(1), options);
     Scenario probe = load_as_written(scenario, args.output);
     for (const std::string& warning : probe.deepspeed.warnings) {
-      std::cerr << "warning: " << warning_said_by_option(warning, args.output, options) << "\n";
+      std::cerr << "warning: " << printable(warning_said_by_option(warning, args.output, options))
+                << "\n";
     }
     const std::variant<int64_t, ConfigError> resolution = print_resolution(probe);
     const std::optional<int64_t> trained =

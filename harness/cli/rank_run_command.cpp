@@ -40,7 +40,11 @@ int run_rank(const RankRunArgs& args) {
                                 std::to_string(snapshot.optimizer_step),
                             snapshot.pickle);
     }
-    write_file_atomically(args.result_file, result_to_json(result, args.provenance).dump(2) + "\n");
+    // As the results folder does: a path that is not UTF-8 is written with U+FFFD.
+    write_file_atomically(args.result_file,
+                          result_to_json(result, args.provenance)
+                                  .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                              "\n");
   } catch (const std::exception& error) {
     std::cerr << "rank 0: cannot write the result: " << error.what() << "\n";
     return kExitInfrastructure;

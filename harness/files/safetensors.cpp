@@ -360,7 +360,9 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& or
   std::memcpy(&header_length, bytes.data(), kLengthPrefixBytes);
   const uint64_t after_prefix = bytes.size() - kLengthPrefixBytes;
   if (header_length > kMaxHeaderBytes) {
-    fail("the header length says " + std::to_string(header_length) + " bytes, more than the " +
+    // Not the number itself: it is the file's first 8 bytes, and a scenario may name any file
+    // the user can read (README "Running someone else's scenario").
+    fail("the header length (the file's first 8 bytes) is more than the " +
          std::to_string(kMaxHeaderBytes) + " safetensors allows: corrupt, or not safetensors");
   }
   if (header_length > after_prefix) {

@@ -73,21 +73,30 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
        << (result.deepspeed_version.empty() ? "" : ", DeepSpeed " + result.deepspeed_version)
        << memory_not_judged(result) << ")\n";
 
+  // Every text below may quote a scenario (a config key, a reference, DeepSpeed's message about
+  // a value): its control characters are shown escaped, never sent to the terminal.
+  const std::string found = printable(verdict.found, LineBreaks::kept);
+  const std::string diagnosis = printable(verdict.diagnosis, LineBreaks::kept);
   if (needs_detail(verdict)) {
-    if (!verdict.expected.empty()) out_ << "    expected:  " << verdict.expected << "\n";
-    out_ << "    found:     " << verdict.found << "\n";
-    if (!verdict.diagnosis.empty()) out_ << "    diagnosis: " << verdict.diagnosis << "\n";
+    if (!verdict.expected.empty()) {
+      out_ << "    expected:  " << printable(verdict.expected, LineBreaks::kept) << "\n";
+    }
+    out_ << "    found:     " << found << "\n";
+    if (!diagnosis.empty()) out_ << "    diagnosis: " << diagnosis << "\n";
   } else if (verdict.outcome == Outcome::reproduced || verdict.outcome == Outcome::skipped) {
-    out_ << "    " << verdict.found << "\n";
-    if (!verdict.diagnosis.empty()) out_ << "    diagnosis: " << verdict.diagnosis << "\n";
+    out_ << "    " << found << "\n";
+    if (!diagnosis.empty()) out_ << "    diagnosis: " << diagnosis << "\n";
   }
   if (result.reference) {
     const BugReference& reference = *result.reference;
-    out_ << "    reported:  " << reference.url << " (" << reference.project << " "
-         << reference.affected << "; fixed: " << reference.fixed << ")\n";
+    out_ << "    reported:  " << printable(reference.url) << " (" << printable(reference.project)
+         << " " << printable(reference.affected) << "; fixed: " << printable(reference.fixed)
+         << ")\n";
   }
   if (result.zero) out_ << "    " << zero_line(*result.zero) << "\n";
-  for (const std::string& warning : result.warnings) out_ << "    warning: " << warning << "\n";
+  for (const std::string& warning : result.warnings) {
+    out_ << "    warning: " << printable(warning) << "\n";
+  }
   // Piped into a CI log, stdout is block-buffered: without this a run stopped by `timeout`
   // leaves an empty log although scenarios had finished.
   out_.flush();

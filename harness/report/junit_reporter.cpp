@@ -1,5 +1,6 @@
 #include "harness/report/junit_reporter.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -10,12 +11,36 @@
 namespace trainrepro {
 namespace {
 
+// How many bytes of `text` from `at` form one UTF-8 character that XML 1.0 allows (U+FFFE and
+// U+FFFF are not XML characters); 0 when they do not. The file is declared UTF-8, so a byte that
+// is not (a Linux file name is bytes) would make the whole report unreadable to a CI server.
+size_t xml_character_length(const std::string& text, size_t at) {
+  const auto lead = static_cast<unsigned char>(text[at]);
+  const size_t length = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : 2;
+  if (lead < 0xc2 || lead > 0xf4 || at + length > text.size()) return 0;
+  uint32_t code_point = lead & (0x7f >> length);
+  for (size_t i = 1; i < length; ++i) {
+    const auto byte = static_cast<unsigned char>(text[at + i]);
+    if ((byte & 0xc0) != 0x80) return 0;
+    code_point = (code_point << 6) | (byte & 0x3f);
+  }
+  const uint32_t smallest = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+  if (code_point < smallest || code_point > 0x10ffff ||
+      (code_point >= 0xd800 && code_point <= 0xdfff) || code_point == 0xfffe ||
+      code_point == 0xffff) {
+    return 0;
+  }
+  return length;
+}
+
 // Text as XML 1.0 allows it in attributes and elements: the five markup characters escaped,
-// and control characters (not allowed at all, even escaped) shown as \xNN.
+// and control characters and bytes that are not UTF-8 (not allowed at all, even escaped)
+// shown as \xNN.
 std::string xml_escaped(const std::string& text) {
   std::string out;
   out.reserve(text.size());
-  for (char c : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     const auto byte = static_cast<unsigned char>(c);
     switch (c) {
       case '&': out += "&amp;"; break;
@@ -25,14 +50,17 @@ std::string xml_escaped(const std::string& text) {
       case '\'': out += "&apos;"; break;
       case '\n': out += "&#10;"; break;
       case '\t': out += "&#9;"; break;
-      default:
-        if (byte < 0x20 || byte == 0x7f) {
+      default: {
+        const size_t length = byte < 0x80 ? 1 : xml_character_length(text, i);
+        if (byte < 0x20 || byte == 0x7f || length == 0) {
           char escape[8];
           std::snprintf(escape, sizeof escape, "\\x%02x", byte);
           out += escape;
         } else {
-          out += c;
+          out.append(text, i, length);
+          i += length - 1;
         }
+      }
     }
   }
   return out;

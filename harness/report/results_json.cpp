@@ -328,8 +328,12 @@ std::string results_file_stem(const ScenarioResult& result) {
 }
 
 void ResultsDirectoryReporter::report_scenario(const ScenarioResult& result) {
+  // A path is bytes on Linux: one that is not UTF-8 is written with U+FFFD (JSON is UTF-8)
+  // rather than losing the whole results file.
   write_file_atomically(directory_ / (results_file_stem(result) + ".json"),
-                        result_to_json(result, provenance_).dump(2) + "\n");
+                        result_to_json(result, provenance_)
+                                .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                            "\n");
   // CUDA memory snapshots only matter once a leak is found; then both go next to the results.
   bool leak = false;
   if (result.memory) {

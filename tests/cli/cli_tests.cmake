@@ -244,3 +244,18 @@ add_test(NAME cli/golden-update-folder-writes-the-others
                  $<TARGET_FILE:trainrepro>
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli/golden-update-folder-writes-the-others PROPERTIES LABELS cli TIMEOUT 300)
+# --- export --python: a shared scenario's text is data in the script, never code (issue 32) ---
+# Hostile text in every field (the issue's exact docstring injection among it): the script's
+# syntax tree is the template's, its data reads back as the scenario, running it writes nothing.
+add_test(NAME cli/export-keeps-scenario-text-as-data
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_export_security.py
+                 $<TARGET_FILE:trainrepro> scenarios/accumulation/gas-missing.json
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli/export-keeps-scenario-text-as-data PROPERTIES LABELS cli TIMEOUT 300)
+# The same checks over 100 random cases of hostile text in random fields and file names (a
+# seeded generator: --seed reproduces a failure), beside tests/fuzz/export_fuzz.cpp.
+add_test(NAME cli/export-random-hostile-text
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/export_property_test.py
+                 $<TARGET_FILE:trainrepro> scenarios/accumulation/gas-missing.json
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli/export-random-hostile-text PROPERTIES LABELS cli TIMEOUT 600)

@@ -85,5 +85,29 @@ TEST(HtmlReport, ScenarioTextCannotEndTheScriptElement) {
   EXPECT_EQ(page.find("{{data}}"), std::string::npos);
 }
 
+// A shared scenario's own text (description, tags, reference, a config key in a warning) with
+// markup in it: in the page it is data only, every '<' written \u003c, so no element can start
+// and the script element cannot end early (reports/report.js puts it into text nodes only).
+TEST(HtmlReport, ScenarioTextWithMarkupStaysData) {
+  ScenarioResult result = result_named("hostile", Outcome::passed);
+  const std::string markup = "<img src=x onerror=alert(1)></script><script>alert(2)</script><!--";
+  result.description = markup;
+  result.tags = {markup};
+  result.reference = BugReference{"https://x/" + markup, "deepspeed", markup, markup};
+  result.warnings = {"scenarios/theme/hostile.json:/deepspeed/" + markup + ": not a setting"};
+  const std::string page = html_report(input_of({result}));
+  EXPECT_EQ(page.find("<img"), std::string::npos);
+  EXPECT_EQ(page.find("alert(1)</script>"), std::string::npos);
+  EXPECT_EQ(page.find("<script>alert(2)"), std::string::npos);
+  const std::string open = "<script id=\"report-data\" type=\"application/json\">";
+  const size_t data = page.find(open);
+  ASSERT_NE(data, std::string::npos);
+  const size_t begin = data + open.size();
+  const nlohmann::json read_back =
+      nlohmann::json::parse(page.substr(begin, page.find("</script>", begin) - begin));
+  EXPECT_EQ(read_back["scenarios"][0]["description"], markup);
+  EXPECT_EQ(read_back["scenarios"][0]["tags"][0], markup);
+}
+
 }  // namespace
 }  // namespace trainrepro

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include "harness/pipeline/run_scenario.h"
 #include "harness/report/results_json.h"
@@ -49,6 +50,23 @@ TEST_P(ResultsRoundTrip, ReadsBackWhatItWrote) {
   if (result.verdict.diagnosis.empty()) {
     EXPECT_TRUE(written["diagnosis"].is_null());
   }
+}
+
+// A scenario's path is bytes on Linux: one that is not UTF-8 once cost the whole results file
+// ("cannot write results: invalid UTF-8 byte", exit 3).
+TEST(ResultsFileNames, APathThatIsNotUtf8IsWrittenWithReplacementCharacters) {
+  const fs::path folder = fs::temp_directory_path() / "trainrepro-results-not-utf8";
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  ScenarioResult result;
+  result.name = "not-utf8";
+  result.file = "scenarios/\xff\xfe/not-utf8.json";
+  result.verdict.outcome = Outcome::passed;
+  ResultsDirectoryReporter(folder, kProvenance).report_scenario(result);
+  std::ifstream in(folder / "not-utf8.json");
+  const nlohmann::json written = nlohmann::json::parse(in);
+  EXPECT_EQ(written["scenario"]["file"], "scenarios/\xef\xbf\xbd\xef\xbf\xbd/not-utf8.json");
+  fs::remove_all(folder);
 }
 
 TEST(ResultsFileNames, AFileThatDidNotLoadGetsAResultsFileNamedAfterItsPath) {

@@ -208,6 +208,18 @@ TEST_F(Safetensors, TruncatedHeaderSaysHowLongItShouldBe) {
   EXPECT_EQ(read_error("abc"), "truncated: 3 bytes, too short for the 8-byte header length");
 }
 
+// A scenario may name any file the user can read as its samples: the error about a file that is
+// not safetensors must not show its first 8 bytes (here a token's), not even as a number.
+TEST_F(Safetensors, AFileThatIsNotSafetensorsIsNotQuotedInTheError) {
+  const std::string secret = "hf_SECRETtokenXXXXXXXXXXXXXXXXXXXXXXXX\n";
+  uint64_t first_bytes = 0;
+  std::memcpy(&first_bytes, secret.data(), 8);
+  const std::string error = read_error(secret);
+  EXPECT_NE(error.find("not safetensors"), std::string::npos) << error;
+  EXPECT_EQ(error.find(std::to_string(first_bytes)), std::string::npos) << error;
+  EXPECT_EQ(error.find("SECRE"), std::string::npos) << error;
+}
+
 TEST_F(Safetensors, OffsetsThatDoNotMatchTheShapeAreNamed) {
   EXPECT_EQ(read_error(raw_safetensors(R"({"step0/grad/layers.0.weight":{"dtype":"F64",)"
                                        R"("shape":[4,16],"data_offsets":[0,100]}})",

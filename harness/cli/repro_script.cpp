@@ -1,0 +1,249 @@
+#include "harness/cli/repro_script.h"
+
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "harness/cli/export_sources.h"
+#include "harness/cli/python_literal.h"
+
+namespace trainrepro {
+
+const char kExportedDataPlaceholder[] = "__EXPORTED_DATA__";
+
+namespace {
+
+std::string embedded(const std::string& name) {
+  for (const ExportSource& source : export_source_table()) {
+    if (name == source.name) {
+      return std::string(reinterpret_cast<const char*>(source.bytes), source.size);
+    }
+  }
+  throw std::logic_error("export: no embedded source " + name);
+}
+
+// trainrepro's own Python, placed inside r'''…''' by the template: it must not end that literal.
+std::string raw_literal_body(const std::string& name) {
+  const std::string source = embedded(name);
+  if (source.find("'''") != std::string::npos || (!source.empty() && source.back() == '\\')) {
+    throw std::logic_error("export: " + name +
+                           " holds ''' or ends in a backslash, which the "
+                           "template's r'''…''' cannot hold");
+  }
+  return source;
+}
+
+// Each placeholder replaced in one pass over the template: text put in is never searched again,
+// so a value that happens to spell a placeholder stays as it is.
+std::string fill_template(const std::string& text,
+                          const std::vector<std::pair<std::string, std::string>>& values) {
+  std::string filled;
+  size_t from = 0;
+  while (true) {
+    size_t nearest = std::string::npos;
+    const std::pair<std::string, std::string>* chosen = nullptr;
+    for (const auto& value : values) {
+      const size_t at = text.find(value.first, from);
+      if (at < nearest) nearest = at, chosen = &value;
+    }
+    if (chosen == nullptr) break;
+    filled.append(text, from, nearest - from).append(chosen->second);
+    from = nearest + chosen->first.size();
+  }
+  return filled.append(text, from, std::string::npos);
+}
+
+size_t count_of(const std::string& text, const std::string& part) {
+  size_t count = 0;
+  for (size_t at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+// The text with every byte sequence that is not UTF-8 shown as U+FFFD (a path on Linux is bytes).
+std::string as_utf8(const std::string& text) {
+  const std::string quoted =
+      nlohmann::json(text).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return nlohmann::json::parse(quoted).get<std::string>();
+}
+
+// DeepSpeed settings that, in the real DeepSpeed 0.19.8 the script runs, act outside the run:
+// they import code, write files where the config says, or talk to an online service. A shared
+// scenario must not choose those on the user's machine (README "Running someone else's
+// scenario"); trainrepro's own engine ignores them all.
+struct OutsideEffect {
+  const char* pointer;     // under /deepspeed: acted on when true to Python (1, "yes" and [0] too)
+  const char* when;        // and, when not empty, when this sibling is true to Python…
+  const char* when_value;  // …or, when this is not empty either, holds this JSON value
+  const char* effect;
+};
+const OutsideEffect kOutsideEffects[] = {
+    {"/torch_autocast/lower_precision_safe_modules", "/torch_autocast/enabled", "",
+     "DeepSpeed imports every module named here, which runs its code "
+     "(deepspeed/runtime/torch_autocast.py, init_autocast_params)"},
+    {"/flops_profiler/output_file", "/flops_profiler/enabled", "",
+     "DeepSpeed's flops profiler overwrites this file with its report "
+     "(deepspeed/profiling/flops_profiler/profiler.py, print_model_profile)"},
+    {"/autotuning/enabled", "", "",
+     "DeepSpeed writes its metrics to autotuning.metric_path or ./autotuning_metric.json "
+     "(deepspeed/runtime/engine.py, _autotuning_exit)"},
+    {"/tensorboard/enabled", "", "",
+     "DeepSpeed writes event files under tensorboard.output_path "
+     "(deepspeed/monitor/tensorboard.py)"},
+    {"/csv_monitor/enabled", "", "",
+     "DeepSpeed writes CSV files under csv_monitor.output_path (deepspeed/monitor/csv_monitor.py)"},
+    {"/wandb/enabled", "", "",
+     "DeepSpeed logs the run to Weights & Biases (deepspeed/monitor/wandb.py)"},
+    {"/comet/enabled", "", "", "DeepSpeed logs the run to Comet (deepspeed/monitor/comet.py)"},
+    {"/zero_optimization/offload_optimizer/nvme_path",
+     "/zero_optimization/offload_optimizer/device", "\"nvme\"",
+     "DeepSpeed swaps optimizer states into files under this path (deepspeed/runtime/swap_tensor)"},
+    {"/zero_optimization/offload_param/nvme_path", "/zero_optimization/offload_param/device",
+     "\"nvme\"",
+     "DeepSpeed swaps parameters into files under this path (deepspeed/runtime/swap_tensor)"},
+};
+
+// Whether Python would take the value at `pointer` for true (DeepSpeed reads these flags with
+// `if config[...]`, and pydantic coerces 1 and "yes" to True).
+bool true_to_python(const nlohmann::json& raw, const std::string& pointer) {
+  const nlohmann::json::json_pointer at(pointer);
+  if (!raw.contains(at)) return false;
+  const nlohmann::json& value = raw.at(at);
+  if (value.is_boolean()) return value.get<bool>();
+  if (value.is_number()) return value != 0;
+  if (value.is_string() || value.is_array() || value.is_object()) return !value.empty();
+  return false;  // null
+}
+
+std::optional<std::string> reaches_outside_the_run(const nlohmann::json& raw) {
+  for (const OutsideEffect& outside : kOutsideEffects) {
+    const std::string pointer = std::string("/deepspeed") + outside.pointer;
+    if (!true_to_python(raw, pointer)) continue;
+    const std::string when = std::string("/deepspeed") + outside.when;
+    if (*outside.when != '\0' && *outside.when_value == '\0' && !true_to_python(raw, when)) {
+      continue;
+    }
+    if (*outside.when_value != '\0' &&
+        (!raw.contains(nlohmann::json::json_pointer(when)) ||
+         raw.at(nlohmann::json::json_pointer(when)) != nlohmann::json::parse(outside.when_value))) {
+      continue;
+    }
+    return pointer + ": " + outside.effect +
+           "; the script runs the config as given, so it is not exported with this setting "
+           "(remove it from the scenario to export it)";
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+// What the exported loop does not do (yet), said with the key that asks for it. The script
+// drives the oracle's loop: built-in models and generated data, fp32 or bf16 on the CPU, the
+// accumulation habits; memory is not measured there.
+std::optional<std::string> not_exportable(const Scenario& scenario, const nlohmann::json& raw) {
+  const std::string where = scenario.file + ":";
+  if (std::holds_alternative<TorchScriptOptions>(scenario.model.options)) {
+    return where +
+           "/model/name: export --python writes the built-in models only (your "
+           "TorchScript model is not exported yet)";
+  }
+  if (std::holds_alternative<SafetensorsData>(scenario.data.options)) {
+    return where +
+           "/data/name: export --python writes generated data only (your samples "
+           "file is not exported yet)";
+  }
+  if (raw.contains("hf_trainer")) {
+    return where +
+           "/hf_trainer: the config holds \"auto\" values the Trainer fills; export "
+           "the config as the Trainer fills it (trainrepro run prints it) instead";
+  }
+  if (scenario.expect.outcome == ExpectedOutcome::config_error) {
+    return where +
+           "/expect/outcome: DeepSpeed refuses this config; `trainrepro config "
+           "resolve` shows it without a script";
+  }
+  if (scenario.loop.keep != KeepHabit::nothing || scenario.loop.evaluation) {
+    return where +
+           "/loop: memory reproductions (keep, evaluation) are not exported: the "
+           "script compares gradients only";
+  }
+  if (raw.contains("/deepspeed/fp16/enabled"_json_pointer) &&
+      raw.at("/deepspeed/fp16/enabled"_json_pointer) == true) {
+    return where +
+           "/deepspeed/fp16/enabled: DeepSpeed refuses fp16 on a CPU; the script "
+           "runs on the CPU";
+  }
+  if (scenario.deepspeed.bf16_enabled) {
+    return where +
+           "/deepspeed/bf16: a bf16 run is judged against its precision twin (the same "
+           "run in float32 semantics), which the script does not compute; it compares "
+           "with float32 tolerance only";
+  }
+  // Verdicts about the update (learning rate, optimizer state), not the accumulated gradients:
+  // the script compares gradients, so it would show these runs agreeing.
+  if (scenario.expect.diagnosis) {
+    switch (*scenario.expect.diagnosis) {
+      case DiagnosisKind::lr_scheduler_stepped_every_micro_step:
+      case DiagnosisKind::scheduler_start_rate_first_group_only:
+      case DiagnosisKind::lamb_trust_ratio_over_partition:
+      case DiagnosisKind::optimizer_stepped_at_initialization:
+      case DiagnosisKind::training_diverged:
+      case DiagnosisKind::model_states_differ_from_zero:
+      case DiagnosisKind::traffic_differs_from_zero:
+        return where +
+               "/expect/diagnosis: this verdict is about the update or the engine's "
+               "state, not the accumulated gradients the script compares";
+      default:
+        break;
+    }
+  }
+  if (auto outside = reaches_outside_the_run(raw)) return where + *outside;
+  return std::nullopt;
+}
+
+std::string repro_script_frame() {
+  const std::string frame = fill_template(
+      embedded("repro_main.py"), {{"__VERSION__", TRAINREPRO_VERSION},
+                                  {"__ZOO_SOURCE__", raw_literal_body("zoo.py")},
+                                  {"__WORKER_SOURCE__", raw_literal_body("ds_worker.py")}});
+  if (count_of(frame, kExportedDataPlaceholder) != 1) {
+    throw std::logic_error(std::string("export: the script's frame must hold ") +
+                           kExportedDataPlaceholder + " exactly once");
+  }
+  return frame;
+}
+
+nlohmann::json exported_data(const Scenario& scenario, const nlohmann::json& raw,
+                             const std::string& source_file) {
+  std::string expected = "pass (the gradients should agree)";
+  if (scenario.expect.outcome != ExpectedOutcome::pass) {
+    expected = "diagnosis " +
+               (scenario.expect.diagnosis
+                    ? std::string(spelling_of(*scenario.expect.diagnosis, diagnosis_spellings()))
+                    : std::string("?"));
+  }
+  return {{"scenario", raw}, {"source", as_utf8(source_file)}, {"expected", expected}};
+}
+
+std::string exported_data_literals(const nlohmann::json& data) {
+  // Pretty-printed JSON breaks lines only between values (a line break inside a string is
+  // written \n), so each line is one literal and the script shows the scenario line by line.
+  const std::string text = data.dump(2);
+  std::string literals;
+  for (size_t begin = 0; begin < text.size();) {
+    const size_t end = text.find('\n', begin);
+    const size_t next = end == std::string::npos ? text.size() : end + 1;
+    if (!literals.empty()) literals += '\n';
+    literals += "    " + python_string_literal(std::string_view(text).substr(begin, next - begin));
+    begin = next;
+  }
+  return literals;
+}
+
+std::string repro_script(const nlohmann::json& data) {
+  std::string script = repro_script_frame();
+  const size_t at = script.find(kExportedDataPlaceholder);
+  return script.replace(at, std::string(kExportedDataPlaceholder).size(),
+                        exported_data_literals(data));
+}
+
+}  // namespace trainrepro
