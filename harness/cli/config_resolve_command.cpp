@@ -41,7 +41,9 @@ int run_config_resolve(const ConfigResolveArgs& args) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;
   }
-  for (const std::string& warning : config.warnings) std::cerr << "warning: " << printable(warning) << "\n";
+  for (const std::string& warning : config.warnings) {
+    std::cerr << "warning: " << printable(warning) << "\n";
+  }
 
   const BatchResolution resolution = resolve_deepspeed_config(config, args.world_size);
   if (const auto* error = std::get_if<ConfigError>(&resolution)) {

@@ -117,7 +117,8 @@ class Checker:
         script = folder / script_name
         done = export(self.trainrepro, scenario_file, script, folder)
         if done.returncode != 0:
-            self.fail(what, f"export exited {done.returncode}: {done.stderr.decode(errors='replace')}")
+            errors = done.stderr.decode(errors="replace")
+            self.fail(what, f"export exited {done.returncode}: {errors}")
             return
         source = script.read_bytes()
         try:
@@ -158,8 +159,9 @@ class Checker:
             self.fail(what, "running the exported script wrote PWNED: scenario text ran as code")
         if run.returncode != 2 or b"this reproduction runs on 1 rank(s), found WORLD_SIZE=99" \
                 not in run.stdout:
+            output = (run.stdout + run.stderr).decode(errors="replace")[-2000:]
             self.fail(what, f"the script did not stop at its world-size check (exit "
-                            f"{run.returncode}):\n{(run.stdout + run.stderr).decode(errors='replace')[-2000:]}")
+                            f"{run.returncode}):\n{output}")
 
     def refused(self, what, scenario_file, wanted):
         self.count += 1
@@ -167,7 +169,8 @@ class Checker:
         done = export(self.trainrepro, scenario_file, folder / "repro.py", folder)
         errors = done.stderr.decode(errors="replace")
         if done.returncode != 2 or wanted not in errors:
-            self.fail(what, f"expected exit 2 and {wanted!r}, found exit {done.returncode}: {errors}")
+            self.fail(what, f"expected exit 2 and {wanted!r}, found exit {done.returncode}: "
+                            f"{errors}")
         if os.listdir(folder):
             self.fail(what, f"a refused export wrote {os.listdir(folder)}")
 
@@ -248,7 +251,8 @@ def main():
         for index, (settings, pointer) in enumerate(OUTSIDE_THE_RUN):
             file = os.path.join(work, f"outside-{index}.json")
             write_json(file, {**base, "deepspeed": {**base["deepspeed"], **settings}})
-            checker.refused(f"DeepSpeed setting {pointer}", file, f":/deepspeed{pointer}: DeepSpeed")
+            checker.refused(f"DeepSpeed setting {pointer}", file,
+                            f":/deepspeed{pointer}: DeepSpeed")
         for index, settings in enumerate(INSIDE_THE_RUN):
             file = os.path.join(work, f"inside-{index}.json")
             scenario = {**base, "deepspeed": {**base["deepspeed"], **settings}}

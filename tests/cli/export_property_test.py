@@ -25,7 +25,8 @@ from check_export_security import EXACT_INJECTION, Checker, export, shape  # noq
 # Pieces that end or bend a Python literal, docstring, comment or line, mixed with random
 # characters from every range (controls, Latin-1, the BMP, astral, lone surrogates).
 PIECES = ['"""', "'''", '"', "'", "\\", "\\\n", "\\N{BULLET}", "\\N{", "\\x", "\\u12", "\n",
-          "\r", "\r\n", "\x00", "\x0c", "\u2028", "\u202e", "\ufeff", "#", "# -*- coding: rot13 -*-",
+          "\r", "\r\n", "\x00", "\x0c", "\u2028", "\u202e", "\ufeff", "#",
+          "# -*- coding: rot13 -*-",
           "open('PWNED', 'w').write('1')", "__EXPORTED_DATA__", "__ZOO_SOURCE__", "{0}", "%s",
           EXACT_INJECTION, ")", "(", "f'{__import__(\"os\")}'"]
 RANGES = [(0x00, 0x1f), (0x20, 0x7e), (0x7f, 0xff), (0x100, 0xd7ff), (0xe000, 0xffff),

@@ -11,9 +11,9 @@ endif()
 # clang into ${CMAKE_CURRENT_BINARY_DIR}/<name>_fuzz (target build_<name>_fuzz). With TORCH it
 # also links LibTorch's headers and CPU libraries as shipped (not instrumented; our code is),
 # found where find_package(Torch) found them. With COVERAGE <list>, only the sources that list
-# names guide the fuzzer (every source keeps ASan and UBSan).
+# names guide the fuzzer (every source keeps ASan and UBSan). DEFINE: one -D flag for the compile.
 function(add_fuzz_target name)
-  cmake_parse_arguments(FUZZ "TORCH" "COVERAGE" "" ${ARGN})
+  cmake_parse_arguments(FUZZ "TORCH" "COVERAGE;DEFINE" "" ${ARGN})
   set(sources ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/${name}_fuzz.cpp ${FUZZ_UNPARSED_ARGUMENTS})
   set(binary ${CMAKE_CURRENT_BINARY_DIR}/${name}_fuzz)
   set(torch_flags)
@@ -29,7 +29,8 @@ function(add_fuzz_target name)
   add_custom_command(
     OUTPUT ${binary}
     COMMAND ${TRAINREPRO_CLANGXX} -std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined
-            -fno-sanitize-recover=undefined ${coverage_flags} -I${PROJECT_SOURCE_DIR} ${sources}
+            -fno-sanitize-recover=undefined ${coverage_flags} ${FUZZ_DEFINE}
+            -I${PROJECT_SOURCE_DIR} ${sources}
             ${torch_flags} -o ${binary}
     DEPENDS ${sources} ${FUZZ_COVERAGE}
     COMMENT "Building the ${name} fuzz target with clang (libFuzzer, ASan, UBSan)"
@@ -92,6 +93,17 @@ add_fuzz_target(golden TORCH COVERAGE ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/golden_co
     ${PROJECT_SOURCE_DIR}/harness/engine/runtime_info.cpp
     ${scenario_loader_sources})
 
+# The exporter on top of the loader: the script it writes holds a scenario's text only as
+# string literals that read back as the scenario. It compiles in the sources the export embeds
+# (generated with the trainrepro library, hence the dependency).
+add_fuzz_target(export TORCH DEFINE -DTRAINREPRO_VERSION="fuzz"
+    ${PROJECT_SOURCE_DIR}/harness/cli/repro_script.cpp
+    ${PROJECT_SOURCE_DIR}/harness/cli/python_literal.cpp
+    ${export_sources_cpp}
+    ${scenario_loader_sources})
+add_dependencies(build_export_fuzz trainrepro_core)
+set(export_fuzz ${CMAKE_CURRENT_BINARY_DIR}/export_fuzz)
+
 # A short run from the kept corpus; new inputs go to the build folder, never the source tree.
 add_test(NAME fuzz/config-short
          COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
@@ -106,6 +118,17 @@ add_test(NAME fuzz/scenario-short
                  ${scenario_fuzz} -runs=30000 -max_len=8192 -rss_limit_mb=2048 -timeout=10
                  ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-scenario ${PROJECT_SOURCE_DIR}/scenarios)
 set_tests_properties(fuzz/scenario-short PROPERTIES LABELS fuzz TIMEOUT 600
+                     FIXTURES_REQUIRED fuzz_corpus_folder)
+# Seeded with every shipped scenario and hostile texts (corpus/export), with a dictionary of
+# what ends a Python string or docstring. Each execution writes and reads back a whole script
+# (~300 executions/s on a busy 2-core machine), hence fewer runs.
+add_test(NAME fuzz/export-short
+         COMMAND ${CMAKE_COMMAND} -E env ASAN_OPTIONS=detect_leaks=1
+                 ${export_fuzz} -runs=10000 -max_len=8192 -rss_limit_mb=2048 -timeout=10
+                 -dict=${CMAKE_CURRENT_SOURCE_DIR}/fuzz/export.dict
+                 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-export
+                 ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/corpus/export ${PROJECT_SOURCE_DIR}/scenarios)
+set_tests_properties(fuzz/export-short PROPERTIES LABELS fuzz TIMEOUT 600
                      FIXTURES_REQUIRED fuzz_corpus_folder)
 # The golden target writes files per execution (~1,700/s): fewer runs keep it near ten seconds.
 set(short_runs_safetensors 30000)
@@ -123,6 +146,7 @@ endforeach()
 add_test(NAME fuzz/make-corpus-folder
          COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-config
                  ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-scenario
+                 ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-export
                  ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-safetensors
                  ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus-golden)
 set_tests_properties(fuzz/make-corpus-folder PROPERTIES LABELS fuzz
