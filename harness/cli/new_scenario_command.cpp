@@ -6,6 +6,7 @@
 // golden is computed, so the next command is `trainrepro run scenario.json`.
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 #include "harness/cli/commands.h"
@@ -13,6 +14,7 @@
 #include "harness/files/atomic_write.h"
 #include "harness/json/printable.h"
 #include "harness/json/scenario_error.h"
+#include "harness/pipeline/calibration_probe.h"
 #include "harness/scenario/load_scenario.h"
 #include "harness/scenario/json_document.h"
 #include "harness/scenario/plan.h"
@@ -130,6 +132,30 @@ nlohmann::ordered_json build_scenario(const NewScenarioArgs& args, int64_t inten
   return scenario;
 }
 
+// fp16 with dynamic loss scaling: the windows DeepSpeed will skip while the scale comes down
+// from 2^initial_scale_power, said and returned, so that the run compares `steps` applied
+// updates after them (calibration_probe.h).
+int64_t announce_calibration(const Scenario& scenario, const Plan& plan, int64_t steps) {
+  if (plan.precision != Precision::fp16 || plan.mixed.fp16.loss_scale != 0.0) return 0;
+  const int64_t limit = calibration_probe_limit(plan);
+  const std::optional<int64_t> skips = predict_calibration_skips(scenario, plan, limit);
+  const std::string start =
+      "fp16: DeepSpeed's dynamic loss scale starts at 2^" +
+      std::to_string(plan.mixed.fp16.initial_scale_power);
+  if (!skips) {
+    std::cout << start << " and no window applied within " << limit
+              << " (the gradients overflow fp16 at every scale down to min_loss_scale): `run` "
+              << "will say so\n";
+    return 0;
+  }
+  if (*skips == 0) return 0;
+  std::cout << start << " and halves on each overflowed window: about " << *skips
+            << " window" << (*skips == 1 ? "" : "s") << " will be skipped before the first "
+            << "update (calibration, not a failure), so golden.steps is " << steps + *skips
+            << ": " << steps << " applied updates compared\n";
+  return *skips;
+}
+
 // The scenario as `run` will load it from the file `new` writes (keys in the written order).
 Scenario load_as_written(const nlohmann::ordered_json& scenario, const std::string& output) {
   KeyOrder key_order;
@@ -213,6 +239,13 @@ int run_new_scenario(const NewScenarioArgs& args) {
                 << "with); if you meant another, pass --intended-batch N\n";
     }
     loaded = load_as_written(scenario, args.output);
+    const PlanResolution resolution_of_loaded = resolve_plan(loaded, Device::cpu);
+    if (const auto* plan = std::get_if<Plan>(&resolution_of_loaded)) {
+      if (const int64_t skips = announce_calibration(loaded, *plan, args.steps); skips > 0) {
+        scenario["golden"]["steps"] = args.steps + skips;
+        loaded = load_as_written(scenario, args.output);
+      }
+    }
   } catch (const ScenarioError& error) {
     std::cerr << said_by_option(error, args.output, options) << "\n";
     return kExitBadInput;

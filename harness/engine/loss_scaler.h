@@ -29,6 +29,9 @@ class LossScaler {
   // line DeepSpeed logs ("[deepspeed] OVERFLOW! Rank 0 Skipping step. …"), empty when it logs
   // nothing. Throws LossScaleAtMinimum where DynamicLossScaler raises.
   std::string update(bool overflow);
+  // Puts the scale where another run had it (the precision twin follows the judged run's
+  // scales window by window; see ReferenceEngine::loss_scales_to_follow).
+  void set_scale(double scale) { scale_ = scale; }
 
  private:
   bool scales_ = false;   // fp16

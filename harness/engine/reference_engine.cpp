@@ -98,6 +98,11 @@ std::vector<double> ReferenceEngine::owned_group_values(const std::vector<double
 
 void ReferenceEngine::backward(const at::Tensor& loss) {
   const double gas = static_cast<double>(plan_.batch.gradient_accumulation_steps);
+  if (mixed_precision_ && !loss_scales_to_follow.empty()) {
+    const size_t step = std::min<size_t>(static_cast<size_t>(optimizer_steps_so_far()),
+                                         loss_scales_to_follow.size() - 1);
+    loss_scaler_.set_scale(loss_scales_to_follow[step]);
+  }
   if (mixed_precision_) {
     // engine.backward divides by GAS; the fp16 wrapper then backpropagates loss.float() * scale.
     ((loss / gas).to(at::kFloat) * loss_scaler_.scale()).backward();
@@ -267,7 +272,7 @@ void ReferenceEngine::take_mixed_precision_step(bool through_engine, OptimizerSt
 }
 
 void ReferenceEngine::take_optimizer_step(bool through_engine) {
-  const int64_t steps_so_far = counters_.global_steps + counters_.bypass_steps;
+  const int64_t steps_so_far = optimizer_steps_so_far();
   const bool observed = on_optimizer_step && steps_so_far < observed_steps;
   OptimizerStepEvent event;
   // The observer sees the gradients as accumulated, before clipping changes them; gathering
@@ -283,7 +288,16 @@ void ReferenceEngine::take_optimizer_step(bool through_engine) {
   event.loss_scale = loss_scaler_.scale();
   event.lr = optimizer_.lr();  // a skipped step keeps the rate last written
   event.scheduler_iteration = scheduler_iteration_;
-  if (mixed_precision_) {
+  const bool follows_a_skip = steps_so_far < static_cast<int64_t>(skips_to_follow.size()) &&
+                              skips_to_follow[static_cast<size_t>(steps_so_far)];
+  if (follows_a_skip) {
+    // As an overflowed window: nothing applied, nothing advanced but the skip count.
+    event.skipped = true;
+    event.gradient_norm = std::numeric_limits<double>::infinity();
+    event.log = "skipped as the judged run skipped this window";
+    ++counters_.skipped_steps;
+    if (mixed_precision_) loss_scaler_.update(/*overflow=*/true);
+  } else if (mixed_precision_) {
     // The fp16/bf16 wrappers clip inside their step(), so a step around the engine clips too.
     take_mixed_precision_step(through_engine, event);
   } else {

@@ -112,6 +112,15 @@ class ReferenceEngine {
   // Called after every optimizer step, before gradients are zeroed. The tensors it sees are
   // live; copy what you keep.
   std::function<void(const OptimizerStepEvent&)> on_optimizer_step;
+  // Another run's skips to repeat, by optimizer step (engine and bypass steps counted
+  // together): a step marked true is skipped as DeepSpeed skips an overflowed window (no update,
+  // the LR scheduler and the optimizer's step count stay) whatever this run's own gradients.
+  // The golden and the precision twin follow an fp16 run's loss-scale calibration with it, so
+  // that the updates the run applied are compared with updates made from the same windows.
+  std::vector<bool> skips_to_follow;
+  // Another run's loss scale per optimizer step, used instead of this engine's own dynamic
+  // scale (the precision twin rounds at the scales the run used). Empty: the engine's own.
+  std::vector<double> loss_scales_to_follow;
 
  private:
   void take_optimizer_step(bool through_engine);
@@ -119,6 +128,10 @@ class ReferenceEngine {
   // norm, skip and log.
   void take_mixed_precision_step(bool through_engine, OptimizerStepEvent& event);
   void take_full_precision_step(bool through_engine, OptimizerStepEvent& event);
+  // Optimizer steps taken so far, through the engine or around it: the index of the next one.
+  int64_t optimizer_steps_so_far() const {
+    return counters_.global_steps + counters_.bypass_steps;
+  }
   // BF16_Optimizer's float32 accumulation: each micro-step's gradient is added to a float32
   // buffer; at the boundary the sum goes back into .grad for the reduction.
   void accumulate_in_fp32(bool boundary);

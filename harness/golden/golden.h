@@ -18,6 +18,9 @@ struct GoldenStep {
   double loss = 0.0;
   std::vector<at::Tensor> gradients;   // float64 CPU, in parameter_names order
   std::vector<at::Tensor> parameters;  // after the step
+  // Skipped as the judged run skipped this window (a golden that follows an fp16 run's
+  // loss-scale calibration, computed at judging time; never in a stored golden).
+  bool skipped = false;
 };
 
 struct Golden {
@@ -31,6 +34,9 @@ struct Golden {
   std::vector<at::Tensor> frozen_parameters;
   Batch data;  // every sample the golden consumed, float64 / int64 on CPU
   std::vector<GoldenStep> steps;
+  // The optimizer steps this golden skipped because the judged run skipped them (empty for a
+  // stored golden): see compute_golden_following_skips.
+  std::vector<int64_t> followed_skips;
 };
 
 // A golden that is missing, stale or corrupt. The message says which command regenerates it.

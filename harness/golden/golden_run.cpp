@@ -8,10 +8,13 @@
 
 namespace trainrepro {
 
-Golden compute_golden(const Scenario& scenario) {
+namespace {
+
+Golden run_golden(const Scenario& scenario, const std::vector<bool>& skips) {
   const Plan plan = golden_plan(scenario);
   LoopOptions options;
   options.recorded_steps = scenario.golden.steps;
+  options.skips_to_follow = skips;
   Trace trace =
       run_training_loop(scenario.model, scenario.data, golden_loop(scenario), plan, options);
 
@@ -24,10 +27,21 @@ Golden compute_golden(const Scenario& scenario) {
   golden.data = SampleSource(scenario.data)
                     .samples(0, scenario.golden.train_batch_size * scenario.golden.steps,
                              at::kDouble, at::kCPU);
-  for (OptimizerStepRecord& step : trace.steps) {
-    golden.steps.push_back({step.loss, std::move(step.gradients), std::move(step.parameters)});
+  for (size_t s = 0; s < trace.steps.size(); ++s) {
+    OptimizerStepRecord& step = trace.steps[s];
+    golden.steps.push_back(
+        {step.loss, std::move(step.gradients), std::move(step.parameters), step.skipped});
+    if (step.skipped) golden.followed_skips.push_back(static_cast<int64_t>(s));
   }
   return golden;
+}
+
+}  // namespace
+
+Golden compute_golden(const Scenario& scenario) { return run_golden(scenario, {}); }
+
+Golden compute_golden_following_skips(const Scenario& scenario, const std::vector<bool>& skips) {
+  return run_golden(scenario, skips);
 }
 
 }  // namespace trainrepro

@@ -105,6 +105,8 @@ class TrainingLoop {
     }
     trace_.tensor_bookkeeping_bytes = MemoryProbe::measure_tensor_bookkeeping_bytes();
     engine_.observed_steps = options.recorded_steps;
+    engine_.skips_to_follow = options.skips_to_follow;
+    engine_.loss_scales_to_follow = options.loss_scales_to_follow;
     trace_.parameter_names = engine_.parameter_names();
     trace_.parameter_groups = engine_.parameter_groups();
     trace_.frozen_parameter_names = frozen_.names;

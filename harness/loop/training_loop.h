@@ -3,6 +3,7 @@
 // loss twice, stepping the optimizer around the engine, per-micro-batch token averages).
 #pragma once
 #include <functional>
+#include <vector>
 
 #include "harness/distributed/communicator.h"
 #include "harness/loop/sample_assignment.h"
@@ -31,6 +32,10 @@ struct LoopOptions {
   // Called at every optimizer step's boundary, after its time is taken and outside any step's
   // time (`perf run` times a calibration chunk there, paired with the step before it).
   std::function<void()> between_steps;
+  // Another run's skipped windows and loss scales, repeated by the engine (the golden and the
+  // precision twin of an fp16 run: ReferenceEngine::skips_to_follow, loss_scales_to_follow).
+  std::vector<bool> skips_to_follow;
+  std::vector<double> loss_scales_to_follow;
 };
 
 Trace run_training_loop(const ModelSpec& model, const DataSpec& data, const LoopSpec& loop,

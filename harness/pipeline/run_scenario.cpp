@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <cstdlib>
@@ -21,6 +22,7 @@
 #include "harness/distributed/rank_work_folder.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/golden/golden_key.h"
+#include "harness/golden/golden_run.h"
 #include "harness/golden/golden_store.h"
 #include "harness/loop/training_loop.h"
 #include "harness/memory/cuda_memory.h"
@@ -30,6 +32,7 @@
 #include "harness/scenario/load_scenario.h"
 #include "harness/json/scenario_error.h"
 #include "harness/verdict/golden_staleness.h"
+#include "harness/verdict/loss_scale_calibration.h"
 #include "harness/verdict/habit_visibility.h"
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_training.h"
@@ -343,13 +346,37 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
     result.training_seconds = seconds_since(stage_start);
     return;
   }
+  // A run that skipped windows (fp16 loss-scale calibration, or a failure the judge names) is
+  // compared with a golden that skipped the same ones: the data of a skipped window is never
+  // applied, in DeepSpeed as in the golden. Computed from the same inputs as the stored golden,
+  // which the run's initial weights and samples were just checked against.
+  const std::vector<bool> run_skips = skip_mask(trace);
+  if (std::find(run_skips.begin(), run_skips.end(), true) != run_skips.end()) {
+    try {
+      Golden following = compute_golden_following_skips(scenario, run_skips);
+      following.file = golden.file;
+      golden = std::move(following);
+    } catch (const std::exception& error) {
+      result.verdict = error_verdict(ErrorSource::infrastructure,
+                                     scenario.file + ": the golden that skips the run's skipped "
+                                     "windows failed: " + error.what());
+      return;
+    }
+  }
   // fp16/bf16: the same steps without accumulation, in the same precision, on one rank: the
-  // error a correct run of this precision has against the float64 golden.
+  // error a correct run of this precision has against the float64 golden. It skips the windows
+  // the run skipped and rounds at the run's loss scales.
   std::optional<Trace> precision_twin;
   if (plan.precision != Precision::fp32) {
     try {
       LoopOptions twin_options;
       twin_options.recorded_steps = scenario.golden.steps;
+      twin_options.skips_to_follow = run_skips;
+      if (plan.precision == Precision::fp16) {
+        for (const OptimizerStepRecord& step : trace.steps) {
+          twin_options.loss_scales_to_follow.push_back(step.loss_scale);
+        }
+      }
       precision_twin = run_training_loop(scenario.model, scenario.data, golden_loop(scenario),
                                          precision_twin_plan(scenario, plan), twin_options);
     } catch (const std::exception& error) {

@@ -153,6 +153,8 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
                                 {"worst_twin_rms_error", training.worst_twin_rms_error}}
                : nlohmann::json(nullptr)},
           {"skipped_steps", training.skipped_steps},
+          {"calibration_skips", training.calibration_skips},
+          {"applied_steps", training.applied_steps},
           {"loss_scale_log", training.loss_scale_log},
           {"stopped", training.stopped},
           {"steps", steps}};

@@ -264,6 +264,8 @@ TrainingJudgement training_from(const ResultsObject& json) {
     training.worst_twin_rms_error = twin.number("worst_twin_rms_error");
   }
   if (json.has("skipped_steps")) training.skipped_steps = json.integers("skipped_steps");
+  if (json.has("calibration_skips")) training.calibration_skips = json.integer("calibration_skips");
+  if (json.has("applied_steps")) training.applied_steps = json.integer("applied_steps");
   if (json.has("loss_scale_log")) training.loss_scale_log = json.texts("loss_scale_log");
   if (json.has("stopped")) training.stopped = json.text("stopped");
   for (const ResultsObject& step_json : json.objects("steps")) {

@@ -108,8 +108,16 @@ std::string explain_leak_by_habit(const LoopSpec& loop, bool graph_kept) {
 
 MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const Trace& trace) {
   MemoryJudgement judgement;
-  const MemorySpec& spec = scenario.memory;
+  MemorySpec spec = scenario.memory;
   const bool cuda = plan.device == Device::cuda;
+  // The warm-up counts from the first update applied: windows skipped in fp16 loss-scale
+  // calibration create no optimizer state, which the first applied step then allocates.
+  int64_t skipped_first = 0;
+  while (skipped_first < static_cast<int64_t>(trace.steps.size()) &&
+         trace.steps[static_cast<size_t>(skipped_first)].skipped) {
+    ++skipped_first;
+  }
+  spec.warmup_steps += skipped_first;
   judgement.warmup_steps = spec.warmup_steps;
   judgement.window = judging_window(scenario);
   judgement.tensor_bookkeeping_bytes = trace.tensor_bookkeeping_bytes;

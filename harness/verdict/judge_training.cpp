@@ -9,6 +9,7 @@
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_memory.h"
 #include "harness/verdict/judge_zero.h"
+#include "harness/verdict/loss_scale_calibration.h"
 
 namespace trainrepro {
 namespace {
@@ -166,23 +167,6 @@ std::vector<TensorComparison> compare_model_with_twin(const std::vector<std::str
   return comparisons;
 }
 
-// "65536 (2^16)", "1000", "0.5": loss scales are mostly powers of two, read as such.
-std::string scale_text(double scale) {
-  char text[64];
-  int exponent = 0;
-  const bool power_of_two = scale > 0.0 && std::frexp(scale, &exponent) == 0.5;
-  if (scale >= 1.0 && scale < 1e15 && scale == std::floor(scale)) {
-    if (power_of_two) {
-      std::snprintf(text, sizeof text, "%.0f (2^%d)", scale, exponent - 1);
-    } else {
-      std::snprintf(text, sizeof text, "%.0f", scale);
-    }
-  } else {
-    std::snprintf(text, sizeof text, "%.6g", scale);
-  }
-  return text;
-}
-
 // DynamicLossScaler raised at its minimum scale (ZeRO stages 1-3): DeepSpeed ends the run.
 Diagnosis diagnose_stopped_run(const Trace& trace, const Plan& plan) {
   Diagnosis diagnosis;
@@ -190,7 +174,7 @@ Diagnosis diagnose_stopped_run(const Trace& trace, const Plan& plan) {
   diagnosis.step = static_cast<int64_t>(trace.steps.size());
   diagnosis.explanation =
       "DeepSpeed's loss scaler reached min_loss_scale=" +
-      scale_text(plan.mixed.fp16.min_loss_scale) +
+      loss_scale_text(plan.mixed.fp16.min_loss_scale) +
       " and the gradients still overflow, so ZeRO stage " + std::to_string(plan.zero_stage) +
       "'s DynamicLossScaler raised and the run ended: the fp16 gradients are non-finite at any "
       "scale (an Inf or NaN in the forward pass, or values beyond fp16's 65504 before scaling). "
@@ -199,49 +183,89 @@ Diagnosis diagnose_stopped_run(const Trace& trace, const Plan& plan) {
   return diagnosis;
 }
 
-// Steps skipped on overflow: each one discards a whole accumulation window, and the dynamic
-// scale halves (after hysteresis at ZeRO stages 1-3) until the gradients fit.
-Diagnosis diagnose_skipped_steps(const Trace& trace, const Plan& plan,
-                                 const std::vector<int64_t>& skipped) {
+// A skipped step that is not loss-scale calibration (loss_scale_calibration.h): each one
+// discards a whole accumulation window. Calibration skips before it are counted apart.
+Diagnosis diagnose_skipped_steps(const Trace& trace, const Plan& plan, const SkipReading& skips) {
+  const SkippedStep& failure = *skips.first_failure;
   Diagnosis diagnosis;
   diagnosis.kind = DiagnosisKind::overflow_skipped_steps;
-  diagnosis.step = skipped.front();
-  const OptimizerStepRecord& first = trace.steps[static_cast<size_t>(skipped.front())];
-  const bool every_step_after = static_cast<int64_t>(trace.steps.size()) - skipped.front() ==
-                                static_cast<int64_t>(skipped.size());
-  const int64_t gas = plan.batch.gradient_accumulation_steps;
-  std::string text = std::to_string(skipped.size()) + " of " +
-                     std::to_string(trace.steps.size()) +
-                     " optimizer steps were skipped: their accumulated gradients overflowed";
-  if (plan.precision == Precision::fp16) {
-    text += " at loss scale " + scale_text(first.loss_scale) + " (first at step " +
-            std::to_string(skipped.front()) + ")";
+  diagnosis.step = failure.step;
+  int64_t failures = 0, calibration = 0;
+  for (const SkippedStep& skip : skips.skips) {
+    (skip.cause == SkipCause::calibration ? calibration : failures) += 1;
   }
-  text += ". DeepSpeed skips the whole window (" + std::to_string(gas) +
-          " micro-batch" + (gas == 1 ? "" : "es") +
-          ") without updating the weights; engine.global_steps still counts it, "
-          "engine.skipped_steps counts it, and the LR scheduler does not advance, so the run "
-          "trails the golden by one update per skipped step";
-  if (plan.precision == Precision::fp16 && plan.mixed.fp16.loss_scale > 0.0) {
-    text += ". The loss scale is static (fp16.loss_scale=" + scale_text(plan.mixed.fp16.loss_scale) +
-            "), so it never comes down: use dynamic scaling (loss_scale 0) or a smaller scale";
-  } else if (plan.precision == Precision::fp16 && every_step_after) {
-    text += ". Every step from the first skip on was skipped: the scale " +
-            std::string(trace.steps.back().loss_scale <= plan.mixed.fp16.min_loss_scale
-                            ? "sits at min_loss_scale and never recovers"
-                            : "has not come down far enough yet") +
-            "; the gradients overflow fp16 even unscaled, or initial_scale_power is far too "
-            "high for this run's length";
-  } else if (plan.precision == Precision::fp16) {
-    text += ". With dynamic scaling a few skips at the start are how DeepSpeed finds the scale "
-            "(initial_scale_power=" + std::to_string(plan.mixed.fp16.initial_scale_power) +
-            "); lower initial_scale_power to waste fewer windows";
-  } else {
-    text += ". bf16 has no loss scale: non-finite bf16 gradients mean the forward or backward "
-            "overflowed";
+  const int64_t gas = plan.batch.gradient_accumulation_steps;
+  std::string text = std::to_string(failures) + " of " + std::to_string(trace.steps.size()) +
+                     " optimizer steps were skipped on overflow without being loss-scale "
+                     "calibration, the first at step " + std::to_string(failure.step);
+  if (plan.precision == Precision::fp16) {
+    text += " at loss scale " + loss_scale_text(failure.loss_scale);
+  }
+  if (calibration > 0) {
+    text += " (and " + std::to_string(calibration) +
+            " calibration skip" + (calibration == 1 ? "" : "s") +
+            " while the dynamic scale came down, which are DeepSpeed working)";
+  }
+  text += ". DeepSpeed skips the whole window (" + std::to_string(gas) + " micro-batch" +
+          (gas == 1 ? "" : "es") +
+          ") without updating the weights; engine.skipped_steps counts it and the LR scheduler "
+          "does not advance";
+  switch (failure.cause) {
+    case SkipCause::static_scale:
+      text += ". The loss scale is static (fp16.loss_scale=" +
+              loss_scale_text(plan.mixed.fp16.loss_scale) +
+              "), so it never comes down and every window that overflows is lost: use dynamic "
+              "scaling (loss_scale 0) or a smaller scale";
+      break;
+    case SkipCause::at_minimum_scale:
+      text += ". The scale is pinned at min_loss_scale=" +
+              loss_scale_text(plan.mixed.fp16.min_loss_scale) +
+              " and the gradients still overflow: they are non-finite at any scale (an Inf or "
+              "NaN in the forward pass, or values beyond fp16's 65504 before scaling)";
+      break;
+    case SkipCause::after_settling:
+      text += ". The scale had settled: at step " + std::to_string(failure.settled_step) +
+              " loss scale " + loss_scale_text(failure.settled_scale) + " had applied " +
+              std::to_string(plan.mixed.fp16.loss_scale_window) +
+              " windows in a row without overflow (loss_scale_window, DeepSpeed's own test of a "
+              "stable scale), so an overflow at or below it is not the scale being found: the "
+              "gradients grew beyond what had been stable (a diverging run, a bad batch, a "
+              "learning rate too high)";
+      break;
+    case SkipCause::no_loss_scale:
+      text += ". " + std::string(precision_name(plan.precision)) +
+              " has no loss scale: non-finite gradients mean the forward or backward overflowed";
+      break;
+    case SkipCause::calibration:
+      break;
   }
   diagnosis.explanation = text;
   return diagnosis;
+}
+
+// How many more windows the dynamic scale needs, from the gradients the golden computed at the
+// run's weights (its first applied update is the same update at the same weights): DeepSpeed's
+// scaler is stepped on "overflow" while the scaled gradient's largest element is beyond fp16's
+// 65504. A floor: an activation's gradient can overflow before any parameter's does.
+int64_t windows_to_settle(const Plan& plan, const Trace& trace, const Golden& golden) {
+  double largest = 0.0;
+  for (const at::Tensor& gradient : golden.steps.front().gradients) {
+    if (gradient.defined() && gradient.numel()) {
+      largest = std::max(largest, gradient.abs().max().item<double>());
+    }
+  }
+  constexpr double kFp16Max = 65504.0;
+  const int64_t hysteresis =
+      plan.mixed.scaler == LossScalerKind::zero_dynamic ? plan.mixed.fp16.hysteresis : 1;
+  double scale = trace.steps.back().loss_scale;
+  int64_t windows = 0;
+  // The last window overflowed at `scale`: it halves (or spends hysteresis) at least once more.
+  while (scale > plan.mixed.fp16.min_loss_scale && windows < 4096 &&
+         (windows == 0 || scale * largest >= kFp16Max)) {
+    windows += hysteresis;
+    scale /= 2.0;
+  }
+  return windows;
 }
 
 // No fault hypothesis explains a mixed-precision mismatch. When the run is nearer the golden
@@ -470,8 +494,8 @@ void diagnose_grown_scale(const Plan& plan, const Trace& trace, int64_t step,
     diagnosis.step = s;
     diagnosis.explanation =
         "at optimizer step " + std::to_string(s) + " the gradients carried loss scale " +
-        scale_text(record.loss_scale) + ", but DeepSpeed " + plan.deepspeed_version +
-        " raised the scale to " + scale_text(record.unscaled_by) +
+        loss_scale_text(record.loss_scale) + ", but DeepSpeed " + plan.deepspeed_version +
+        " raised the scale to " + loss_scale_text(record.unscaled_by) +
         " (after loss_scale_window = " + std::to_string(plan.mixed.fp16.loss_scale_window) +
         " steps without overflow) before unscaling, and divided them by the new scale: that "
         "update used " + format_number(record.loss_scale / record.unscaled_by) +
@@ -574,14 +598,30 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
                          trace.stopped;
     return;
   }
-  if (!judgement.skipped_steps.empty() &&
-      judgement.skipped_steps.front() < std::max<int64_t>(compared, 1)) {
-    judgement.diagnosis = diagnose_skipped_steps(trace, plan, judgement.skipped_steps);
+  const SkipReading skips = read_skips(plan, trace, compared);
+  judgement.calibration_skips = skips.calibration_skips;
+  judgement.applied_steps = skips.applied_steps;
+  if (skips.first_failure && skips.first_failure->step < std::max<int64_t>(compared, 1)) {
+    judgement.diagnosis = diagnose_skipped_steps(trace, plan, skips);
     judgement.mismatch = std::to_string(judgement.skipped_steps.size()) + " of " +
                          std::to_string(trace.steps.size()) +
-                         " optimizer steps were skipped on overflow, the first at step " +
-                         std::to_string(judgement.skipped_steps.front()) +
-                         " (the float64 golden skips none)";
+                         " optimizer steps were skipped on overflow, the first that is not "
+                         "loss-scale calibration at step " +
+                         std::to_string(skips.first_failure->step);
+    return;
+  }
+  if (compared > 0 && skips.applied_steps == 0) {
+    // Every compared window went to calibration: nothing the run applied can be judged.
+    const int64_t more = windows_to_settle(plan, trace, golden);
+    judgement.not_judged =
+        "not judged: all " + std::to_string(compared) + " compared optimizer steps were "
+        "skipped while DeepSpeed's dynamic loss scale came down from initial_scale_power=" +
+        std::to_string(plan.mixed.fp16.initial_scale_power) + " (last tried " +
+        loss_scale_text(trace.steps.back().loss_scale) +
+        "), so no update was applied to compare; about " + std::to_string(more) +
+        " more window" + (more == 1 ? "" : "s") + " are needed before the first update: set "
+        "golden.steps (and loop.steps) to at least " + std::to_string(compared + more + 1) +
+        " (`trainrepro new` counts these windows for you)";
     return;
   }
 
@@ -654,6 +694,14 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
   judge_training(scenario, plan, trace, golden, training, precision_twin);
   memory = judge_memory(scenario, plan, trace);
   zero = judge_zero(scenario, plan, trace);
+  if (!training.not_judged.empty()) {
+    Verdict verdict;
+    verdict.outcome = Outcome::error;
+    verdict.error_source = ErrorSource::scenario;
+    verdict.expected = describe_expectation(scenario.expect);
+    verdict.found = scenario.file + ": " + training.not_judged;
+    return verdict;
+  }
 
   // What went wrong, each with its words: the gradient story first, then memory.
   std::vector<std::string> found, explanations;
@@ -696,6 +744,12 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
                        training.precision + " precision twin's error (worst RMS error " +
                        format_number(training.worst_rms_error) + ", twin " +
                        format_number(training.worst_twin_rms_error) + ")";
+    }
+    if (training.calibration_skips > 0) {
+      verdict.found += "; fp16 loss-scale calibration skipped " +
+                       std::to_string(training.calibration_skips) + " of them (the golden "
+                       "skipped the same windows), " + std::to_string(training.applied_steps) +
+                       " applied updates compared";
     }
     verdict.found += memory.judged
                          ? "; memory bounded: no window of steps leaves allocations alive "

@@ -43,6 +43,14 @@ struct TrainingJudgement {
   double worst_rms_error = 0.0;
   double worst_twin_rms_error = 0.0;
   std::vector<int64_t> skipped_steps;        // optimizer steps skipped on overflow
+  // fp16 dynamic loss scaling: compared steps skipped while the scale came down (or tried a
+  // doubled scale; loss_scale_calibration.h), and compared steps that applied an update. A
+  // golden that skips the same windows judges the rest.
+  int64_t calibration_skips = 0;
+  int64_t applied_steps = 0;
+  // Why the run could not be judged (every compared window skipped in calibration): the verdict
+  // is then an error of the scenario (too short), not a failure. Empty when judged.
+  std::string not_judged;
   std::vector<std::string> loss_scale_log;   // DeepSpeed's lines about the scale (first 20)
   std::string stopped;                       // why the run ended early; empty when it did not
   int64_t micro_steps = 0;

@@ -22,6 +22,12 @@ GPT = {"name": "gpt",
 TOKENS = {"name": "token_sequences",
           "options": {"vocab_size": 32, "min_length": 2, "max_length": 12}, "seed": 22}
 ADAMW = {"type": "AdamW", "params": {"lr": 0.001, "weight_decay": 0.01}}
+# Optimizer steps of the calibrating scenarios: the calibration skips `trainrepro new` predicts
+# for each (its probe: harness/pipeline/calibration_probe.h) plus 4 applied updates compared;
+# DeepSpeed's unit-test config skips no first window but window 5 (its gradients are larger).
+CALIBRATED_STEPS = {"zero1-power-32": 15 + 4, "stage0-unit-test": 8, "zero2-2ranks-power-24": 7 + 4,
+                    "zero1-consecutive": 4 + 4, "gpt-zero1-power-24": 9 + 4}
+DIVERGING_LR = 5.0
 
 
 def write(name, description, expect, *, deepspeed, golden, model=MLP, data=MLP_DATA, world=1,
@@ -143,14 +149,76 @@ write("gpt-bf16-zero1-gas4",
       deepspeed=batch(16, 4, bf16={"enabled": True}, zero_optimization={"stage": 1}),
       golden={"train_batch_size": 16, "steps": 3}, tags=["tokens"])
 
-# An overflow inside an accumulation window skips the whole window.
-write("fp16-initial-scale-too-high",
-      "fp16 with initial_scale_power 32: the scaled gradients overflow, so DeepSpeed skips the "
-      "first windows (4 micro-batches each), halving the scale each time; global_steps counts "
-      "them, the weights stay, and the run trails the golden. Fixed twin: fp16-zero1-gas4-adamw.",
-      diagnosis("overflow_skipped_steps"),
-      deepspeed=batch(32, 8, fp16={"enabled": True, "initial_scale_power": 32}),
-      golden={"train_batch_size": 32, "steps": 4})
+# fp16 with dynamic loss scaling skips the first windows while the scale comes down from
+# 2^initial_scale_power (DeepSpeed 0.19.8: loss_scaler.py DynamicLossScaler.update_scale at ZeRO
+# 1-3, fused_optimizer.py FP16_Optimizer._update_scale at stage 0; engine.py _take_model_step
+# counts skipped_steps and holds the LR scheduler). That is calibration, not a failure: the run
+# is compared with a golden that skips the same windows (harness/verdict/loss_scale_calibration.h).
+SGD = {"type": "SGD", "params": {"lr": 0.05}}
+write("fp16-zero1-initial-scale-power-32-calibrates",
+      "fp16 at ZeRO stage 1 with initial_scale_power 32 and hysteresis 2 (BigScience's and "
+      "Megatron-DeepSpeed's habit): DynamicLossScaler spends its hysteresis on the first overflow, "
+      "then halves the scale on each overflowed window until the scaled gradients fit fp16; "
+      "those windows are skipped and their data never applied, in DeepSpeed as in the golden that "
+      "skips them too. The updates after calibration match. (Until 2026-12 trainrepro failed this "
+      "setup as overflow_skipped_steps: a false alarm.)",
+      PASS, deepspeed=batch(32, 8, fp16={"enabled": True, "initial_scale_power": 32},
+                            zero_optimization={"stage": 1}),
+      golden={"train_batch_size": 32, "steps": CALIBRATED_STEPS["zero1-power-32"]})
+write("fp16-stage0-sgd-deepspeed-unit-test-config-calibrates",
+      "DeepSpeed's own unit-test fp16 config (train_batch_size 2, fp16 loss_scale 0: dynamic, "
+      "initial_scale_power 16) at ZeRO stage 0 with SGD: the first 5 windows fit 2^16; window 5's "
+      "larger gradients overflow and FP16_Optimizer halves the scale at once (stage 0 has no "
+      "hysteresis). One calibration skip, and every update matches the golden that skipped the "
+      "same window.",
+      PASS, model=REGRESSION, data=REGRESSION_DATA,
+      deepspeed={"train_batch_size": 2, "optimizer": SGD,
+                 "fp16": {"enabled": True, "loss_scale": 0}},
+      golden={"train_batch_size": 2, "steps": CALIBRATED_STEPS["stage0-unit-test"]})
+write("fp16-zero2-2ranks-initial-scale-power-24-calibrates",
+      "fp16 at ZeRO stage 2 on 2 ranks, GAS 2, initial_scale_power 24: the overflow check is "
+      "all-reduced across ranks (stage_1_and_2.py has_overflow), so both ranks skip the same "
+      "calibration windows; after them the updates match the golden that skipped them.",
+      PASS, world=2,
+      deepspeed=batch(32, 8, fp16={"enabled": True, "initial_scale_power": 24},
+                      zero_optimization={"stage": 2}),
+      golden={"train_batch_size": 32, "steps": CALIBRATED_STEPS["zero2-2ranks-power-24"]})
+write("fp16-zero1-consecutive-hysteresis-calibrates",
+      "fp16 at ZeRO stage 1 with hysteresis 3 and consecutive_hysteresis: DynamicLossScaler "
+      "spends two overflows before its first halving, then halves on each overflow until the "
+      "gradients fit; every skip is at a scale no update has used, so all are calibration.",
+      PASS, deepspeed=batch(32, 8, fp16={"enabled": True, "initial_scale_power": 20,
+                                         "hysteresis": 3, "consecutive_hysteresis": True},
+                            zero_optimization={"stage": 1}),
+      golden={"train_batch_size": 32, "steps": CALIBRATED_STEPS["zero1-consecutive"]})
+write("gpt-fp16-zero1-initial-scale-power-24-calibrates",
+      "The GPT on token sequences in fp16 at ZeRO stage 1, GAS 4, initial_scale_power 24: "
+      "calibration skips at the start, then every update matches the golden that skipped them.",
+      PASS, model=GPT, data=TOKENS,
+      deepspeed=batch(16, 4, fp16={"enabled": True, "initial_scale_power": 24},
+                      zero_optimization={"stage": 1}),
+      golden={"train_batch_size": 16, "steps": CALIBRATED_STEPS["gpt-zero1-power-24"]},
+      tags=["tokens"])
+write("fp16-stage0-pinned-at-min-loss-scale",
+      "Gradients beyond fp16's range at any scale at ZeRO stage 0: FP16_Optimizer halves the "
+      "scale down to min_loss_scale and, unlike stage 1-3's DynamicLossScaler, keeps skipping "
+      "there without raising; a skip at min_loss_scale is not calibration. Fixed twin: "
+      "fp16-stage0-sgd-deepspeed-unit-test-config-calibrates.",
+      diagnosis("overflow_skipped_steps"), model=REGRESSION, data=HUGE_TARGETS,
+      deepspeed={"train_batch_size": 8, "train_micro_batch_size_per_gpu": 4, "optimizer": SGD,
+                 "fp16": {"enabled": True}},
+      golden={"train_batch_size": 8, "steps": 20})
+write("fp16-stage0-overflow-after-the-scale-settled",
+      "fp16 at ZeRO stage 0 (FP16_Optimizer), loss_scale_window 2, SGD at learning rate 5: "
+      "calibration skips first (not a failure), then the scale settles at 2^14 (2 clean windows "
+      "in a row, DeepSpeed's own test before it tries a higher scale), then the gradients, grown "
+      "under the large rate, overflow at the settled scale: the run going wrong, which "
+      "overflow_skipped_steps names. Fixed twin: fp16-zero1-gas4-adamw.",
+      diagnosis("overflow_skipped_steps"), model=REGRESSION, data=REGRESSION_DATA,
+      deepspeed={"train_batch_size": 32, "train_micro_batch_size_per_gpu": 8,
+                 "optimizer": {"type": "SGD", "params": {"lr": DIVERGING_LR}},
+                 "fp16": {"enabled": True, "initial_scale_power": 18, "loss_scale_window": 2}},
+      golden={"train_batch_size": 32, "steps": 12})
 write("fp16-static-loss-scale-never-recovers",
       "A static fp16 loss_scale of 2^20: every window overflows and a static scale never comes "
       "down, so no step is ever taken. Fixed twin: fp16-zero1-gas4-adamw (dynamic scaling).",

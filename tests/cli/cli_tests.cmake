@@ -239,6 +239,11 @@ add_test(NAME cli/new-client-optimizer-then-run
                  $<TARGET_FILE:trainrepro>
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli/new-client-optimizer-then-run PROPERTIES LABELS cli TIMEOUT 300)
+add_test(NAME cli/new-fp16-predicts-calibration-then-run
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/new_fp16_calibration_test.py
+                 $<TARGET_FILE:trainrepro>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli/new-fp16-predicts-calibration-then-run PROPERTIES LABELS cli TIMEOUT 300)
 add_test(NAME cli/golden-update-folder-writes-the-others
          COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/golden_update_folder_test.py
                  $<TARGET_FILE:trainrepro>

@@ -134,6 +134,24 @@ def written_by_new(trainrepro, name, workdir):
     return json.loads(written.read_text())
 
 
+def golden_and_run(trainrepro, path, scenario, workdir):
+    """Writes the scenario, its golden, runs it: the run's output and its results."""
+    path.write_text(json.dumps(scenario, indent=1))
+    golden_dir = workdir / "golden"
+    run([trainrepro, "golden", "--update", str(path), "--golden-dir", str(golden_dir)])
+    results = workdir / "results"
+    done = run([trainrepro, "run", str(path), "--golden-dir", str(golden_dir),
+                "--results", str(results)])
+    found = [json.loads(p.read_text()) for p in sorted(results.glob("*.json"))]
+    for p in results.glob("*.json"):
+        p.unlink()
+    return done, found
+
+
+def calibrating_too_short(result):
+    return result["outcome"] == "error" and "not judged: all" in (result.get("found") or "")
+
+
 def check_strict(trainrepro, name, config, workdir):
     scenario = {
         "name": name.removesuffix(".json"),
@@ -158,19 +176,22 @@ def check_strict(trainrepro, name, config, workdir):
             batch = json.loads(resolved.stdout)["train_batch_size"]
             scenario["golden"]["train_batch_size"] = min(batch, LARGEST_GOLDEN_BATCH)
     path = workdir / name
-    path.write_text(json.dumps(scenario, indent=1))
-    golden_dir = workdir / "golden"
-    run([trainrepro, "golden", "--update", str(path), "--golden-dir", str(golden_dir)])
-    results = workdir / "results"
-    done = run([trainrepro, "run", str(path), "--golden-dir", str(golden_dir),
-                "--results", str(results)])
-    found = [json.loads(p.read_text()) for p in sorted(results.glob("*.json"))]
-    for p in results.glob("*.json"):
-        p.unlink()
+    done, found = golden_and_run(trainrepro, path, scenario, workdir)
+    if found and calibrating_too_short(found[0]):
+        # fp16: every compared window went to loss-scale calibration. The message says how many
+        # steps to run; a user sets them and runs again.
+        steps = int(re.search(r"to at least (\d+)", found[0]["found"]).group(1))
+        scenario["golden"]["steps"] = steps
+        done, found = golden_and_run(trainrepro, path, scenario, workdir)
     if not found:
         return "error", reason_of(done.stdout + done.stderr)
     result = found[0]
     if result["outcome"] == "passed":
+        training = result.get("training") or {}
+        if training.get("calibration_skips"):
+            return "trains", (f"passed against its golden after fp16 loss-scale calibration: "
+                              f"{training['calibration_skips']} windows skipped, "
+                              f"{training['applied_steps']} applied updates compared")
         return "trains", "passed against its golden"
     text = result.get("found") or ""
     # Findings are read from the judgement's structure; refusals (below) still from their text.
