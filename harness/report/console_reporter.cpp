@@ -62,6 +62,17 @@ std::string memory_not_judged(const ScenarioResult& result) {
          std::to_string(memory.warmup_steps + memory.window);
 }
 
+// ", fp16 calibration: 15 windows skipped, 3 updates compared": a pass that lost windows to the
+// loss scale says so on its line (loss_scale_calibration.h).
+std::string calibration_cost(const ScenarioResult& result) {
+  if (!result.training || result.training->calibration_skips == 0) return "";
+  const TrainingJudgement& training = *result.training;
+  return ", fp16 calibration: " + std::to_string(training.calibration_skips) + " window" +
+         (training.calibration_skips == 1 ? "" : "s") + " skipped, " +
+         std::to_string(training.applied_steps) + " update" +
+         (training.applied_steps == 1 ? "" : "s") + " compared";
+}
+
 }  // namespace
 
 void ConsoleReporter::report_scenario(const ScenarioResult& result) {
@@ -71,7 +82,7 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
        << printable(result.file)
        << " (" << format_seconds(result.seconds)
        << (result.deepspeed_version.empty() ? "" : ", DeepSpeed " + result.deepspeed_version)
-       << memory_not_judged(result) << ")\n";
+       << calibration_cost(result) << memory_not_judged(result) << ")\n";
 
   // Every text below may quote a scenario (a config key, a reference, DeepSpeed's message about
   // a value): its control characters are shown escaped, never sent to the terminal.

@@ -39,9 +39,9 @@ def main():
         if written["golden"]["steps"] != skips + 3:
             problems.append(f"golden.steps {written['golden']['steps']}, not {skips} + 3")
         code, ran = run([trainrepro, "run", str(scenario), "--golden-dir", str(golden)])
-        wanted = f"fp16 loss-scale calibration skipped {skips} of them"
-        if code != 0 or wanted not in ran or "3 applied updates compared" not in ran:
-            problems.append(f"run exited {code}, wanted '{wanted}' and 3 applied updates:\n{ran}")
+        wanted = f"fp16 calibration: {skips} windows skipped, 3 updates compared"
+        if code != 0 or wanted not in ran:
+            problems.append(f"run exited {code}, wanted '{wanted}' on its line:\n{ran}")
 
         # Too short for calibration: not judged, and the message's step count works.
         written["golden"]["steps"] = max(1, skips - 1)
