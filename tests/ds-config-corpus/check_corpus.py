@@ -188,10 +188,10 @@ def check_strict(trainrepro, name, config, workdir):
     result = found[0]
     if result["outcome"] == "passed":
         training = result.get("training") or {}
-        if training.get("calibration_skips"):
+        if training.get("precision") == "fp16":  # what calibration cost, even when nothing
             return "trains", (f"passed against its golden after fp16 loss-scale calibration: "
-                              f"{training['calibration_skips']} windows skipped, "
-                              f"{training['applied_steps']} applied updates compared")
+                              f"{training.get('calibration_skips', 0)} windows skipped, "
+                              f"{training.get('applied_steps', 0)} applied updates compared")
         return "trains", "passed against its golden"
     text = result.get("found") or ""
     # Findings are read from the judgement's structure; refusals (below) still from their text.
