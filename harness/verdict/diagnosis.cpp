@@ -179,13 +179,14 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
              window + " of the gradient: accelerate " + trainer.accelerate_version +
              " calls engine.step() after every backward, so DeepSpeed's own "
              "gradient_accumulation_steps=" + gas +
-             (batch.given.gradient_accumulation_steps
+             (scenario.deepspeed.verbatim.contains("gradient_accumulation_steps")
                   ? ""
                   : " (the config has no gradient_accumulation_steps key: accelerate inserted "
                     "1)") +
              " decides the boundary, while the Trainer counts windows of " + window +
              " micro-batches and divides each micro-batch's loss by " + window +
-             " (backward with scale_wrt_gas=False). Effective batch " + effective + ", not " +
+             " (a token loss by the tokens of the whole window; backward with "
+             "scale_wrt_gas=False). Effective batch " + effective + ", not " +
              intended + ". Fixed in accelerate " + kAccelerateExplicitBoundarySince +
              " (DeepSpeedEngineWrapper.backward passes the Trainer's boundary to "
              "engine.set_gradient_accumulation_boundary): upgrade accelerate, or write "
