@@ -69,12 +69,18 @@ def in_scope(scenario):
         return False, f"names DeepSpeed {scenario['deepspeed_version']}"
     if scenario.get("loop", {}).get("loss_scaling", "engine") != "engine":
         return False, "its loss_scaling habit models an older transformers release"
-    if scenario["hf_trainer"].get("fp16") or oracle.fp16_enabled(scenario):
+    fp16 = scenario.get("deepspeed", {}).get("fp16")
+    enabled = fp16.get("enabled", False) if isinstance(fp16, dict) else False
+    if scenario["hf_trainer"].get("fp16") or enabled is True:  # "auto" follows hf_trainer
         return False, "fp16 (DeepSpeed refuses it on this CPU)"
     return True, ""
 
 
 # --- one rank ---------------------------------------------------------------------------------
+class GradientsUnreadable(RuntimeError):
+    """DeepSpeed trained, but its accessor could not give the oracle the full gradients."""
+
+
 class TrainerModel(torch.nn.Module):
     """The zoo module as a Trainer model: the loss comes out of forward."""
 
@@ -136,6 +142,27 @@ def training_arguments(job, output_dir):
         if key in hf:
             kwargs[key] = hf[key]
     return TrainingArguments(**kwargs)
+
+
+def use_the_ranks_group_as_a_gpu_launch_would(world_size):
+    """A GPU launch gets ("nccl", MULTI_GPU) from accelerate's PartialState._prepare_backend; on
+    this CPU (no device backend, and cpu=False so that DeepSpeed stays enabled) it gets no backend
+    and then counts one process, so the Trainer would fill train_batch_size for one rank and
+    accelerate would not shard the dataloader. Plumbing only: the ranks' gloo group stands for a
+    GPU run's nccl one (as MULTI_CPU, which reads the group's size and rank)."""
+    if world_size == 1:
+        return
+    from accelerate.state import PartialState
+    from accelerate.utils import DistributedType
+    original = PartialState._prepare_backend
+
+    def prepare_backend(self, cpu=False, sagemaker_dp=False, backend=None):
+        found, kind = original(self, cpu, sagemaker_dp, backend)
+        if found is None and not cpu:
+            return "gloo", DistributedType.MULTI_CPU
+        return found, kind
+
+    PartialState._prepare_backend = prepare_backend
 
 
 def run_rank(job, rank, world_size, record):
@@ -206,7 +233,13 @@ def run_rank(job, rank, world_size, record):
         boundary = engine.is_gradient_accumulation_boundary()
         zero_stage = engine.zero_optimization_stage()
         if boundary:
-            gradients = [(p.grad if zero_stage == 0 else safe_get_full_grad(p)) for p in parameters]
+            try:
+                gradients = [(p.grad if zero_stage == 0 else safe_get_full_grad(p))
+                             for p in parameters]
+            except RuntimeError as error:  # the oracle's reading, not the training, failed
+                raise GradientsUnreadable(
+                    f"DeepSpeed's safe_get_full_grad cannot assemble the gradients at ZeRO stage "
+                    f"{zero_stage} with this config ({error})") from error
             state["pending"] = {"micro_step": state["backwards"], "through_engine": True,
                                 "gradients": [g.detach().clone().float() if g is not None
                                               else torch.zeros_like(p)
@@ -222,6 +255,7 @@ def run_rank(job, rank, world_size, record):
         return result
 
     DeepSpeedEngine.backward, DeepSpeedEngine.step = backward, step
+    use_the_ranks_group_as_a_gpu_launch_would(world_size)
     from transformers import Trainer
     output_dir = tempfile.mkdtemp(prefix=f"real-trainer-rank{rank}-")
     try:
@@ -306,6 +340,9 @@ def check_scenario(path, trainrepro, workdir, timeout):
         said = (f" [accelerate {rank0['versions']['accelerate']}: {boundary} of {len(handed)} "
                 f"backwards with an explicit boundary, scale_wrt_gas="
                 f"{sorted({b['scale_wrt_gas'] for b in handed})}]")
+    unreadable = (rank0.get("error") or {}).get("type") == "GradientsUnreadable"
+    if unreadable:
+        return oracle.ERROR, rank0["error"]["message"] + said
     if outcome == "config_error":
         verdict, reason = oracle.judge_config_error(scenario, results, rank0)
     else:
