@@ -96,8 +96,9 @@ std::vector<double> ReferenceEngine::owned_group_values(const std::vector<double
   return values;
 }
 
-void ReferenceEngine::backward(const at::Tensor& loss) {
-  const double gas = static_cast<double>(plan_.batch.gradient_accumulation_steps);
+void ReferenceEngine::backward(const at::Tensor& loss, bool scale_wrt_gas) {
+  const double gas =
+      scale_wrt_gas ? static_cast<double>(plan_.batch.gradient_accumulation_steps) : 1.0;
   if (mixed_precision_ && !loss_scales_to_follow.empty()) {
     const size_t step = std::min<size_t>(static_cast<size_t>(optimizer_steps_so_far()),
                                          loss_scales_to_follow.size() - 1);
@@ -150,7 +151,17 @@ bool ReferenceEngine::is_gradient_accumulation_boundary() const {
   // Unmanaged accumulation (DeepSpeed 0.19.4+): every step() is a boundary, so the gradients
   // each backward leaves are reduced and stepped on at once.
   if (!plan_.managed_gradient_accumulation) return true;
+  if (explicit_boundary_) return *explicit_boundary_;
   return (counters_.micro_steps + 1) % plan_.batch.gradient_accumulation_steps == 0;
+}
+
+void ReferenceEngine::set_gradient_accumulation_boundary(bool is_boundary) {
+  if (!plan_.managed_gradient_accumulation) {
+    throw std::logic_error(
+        "set_gradient_accumulation_boundary with managed_gradient_accumulation false: DeepSpeed "
+        "asserts, and resolve_plan refuses the scenario");
+  }
+  explicit_boundary_ = is_boundary;
 }
 
 void ReferenceEngine::step() {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,13 +65,20 @@ class ReferenceEngine {
   ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& plan,
                   Communicator* communicator = nullptr);
 
-  // DeepSpeed's engine.backward: the loss is divided by gradient_accumulation_steps, then the
-  // gradients are reduced across ranks where the ZeRO stage says (at the boundary at stages 0
-  // and 1, after every micro-step at 2 and 3).
-  void backward(const at::Tensor& loss);
+  // DeepSpeed's engine.backward: the loss is divided by gradient_accumulation_steps (unless
+  // `scale_wrt_gas` is false, as the Hugging Face Trainer passes it), then the gradients are
+  // reduced across ranks where the ZeRO stage says (at the boundary at stages 0 and 1, after
+  // every micro-step at 2 and 3).
+  void backward(const at::Tensor& loss, bool scale_wrt_gas = true);
   // DeepSpeed's engine.step: acts at the boundary, then counts the micro-step.
   void step();
+  // runtime/engine.py is_gradient_accumulation_boundary: the flag the caller set, once one was
+  // set; otherwise the micro-step counter against gradient_accumulation_steps.
   bool is_gradient_accumulation_boundary() const;
+  // runtime/engine.py set_gradient_accumulation_boundary: from now on the caller decides the
+  // boundary (accelerate 1.8.0+ under the Trainer sets it before every backward). DeepSpeed
+  // asserts managed accumulation here; resolve_plan refuses that combination before training.
+  void set_gradient_accumulation_boundary(bool is_boundary);
 
   // What a user's loop can do around the engine (the faults live in the loop, not here).
   void optimizer_step_bypassing_engine();
@@ -175,6 +183,9 @@ class ReferenceEngine {
   double partition_seconds_ = 0.0;
   // The config's LR scheduler: its last_batch_iteration, -1 until the engine first steps it.
   int64_t scheduler_iteration_ = -1;
+  // set_gradient_accumulation_boundary's flag: none until the caller sets one (DeepSpeed's
+  // _is_gradient_accumulation_boundary = None).
+  std::optional<bool> explicit_boundary_;
   bool mixed_precision_ = false;
   LossScaler loss_scaler_;
   std::vector<at::Tensor> master_parameters_;  // float32 copies of owned_parameters()

@@ -12,6 +12,7 @@
 #include "harness/loop/fault_injection.h"
 #include "harness/loop/kept_across_steps.h"
 #include "harness/loop/micro_step_habits.h"
+#include "harness/loop/trainer_micro_step.h"
 #include "harness/memory/counting_cpu_allocator.h"
 #include "harness/memory/cpu_memory_snapshot.h"
 #include "harness/memory/cuda_memory.h"
@@ -86,7 +87,7 @@ class TrainingLoop {
         rank_(communicator_ ? communicator_->rank() : 0),
         dtype_(compute_dtype_of(plan)),
         device_(device_of(plan.device)),
-        gas_(plan.batch.gradient_accumulation_steps),
+        gas_(micro_batches_per_window(plan)),
         // Stepping once per window reaches the boundary only every GAS² micro-batches.
         micro_step_limit_(loop.steps * gas_ * gas_ + gas_),
         probe_(plan.device, 2 * micro_step_limit_ + 4 * loop.steps + 8),
@@ -181,14 +182,22 @@ class TrainingLoop {
     const at::Tensor loss_sum = model_->loss_sum_of(
         plan_.precision == Precision::fp32 ? outputs : outputs.to(at::kFloat), batch);
     const at::Tensor loss = user_loss(loss_sum, batch.items, window_items_, loop_, gas_);
-    backward_as_the_loop_does(engine_, loss, loop_, plan_);
+    const bool window_ends = (m + 1) % gas_ == 0;
+    if (plan_.trainer) {
+      backward_as_the_trainer_does(engine_, loss, loop_, plan_, window_ends);
+    } else {
+      backward_as_the_loop_does(engine_, loss, loop_, plan_);
+    }
     ++backwards_done_;
     const double summed = loss_sum.item<double>();
     trace_.micro_steps.push_back({summed / static_cast<double>(batch.items), batch.items});
     window_loss_sum_ += summed;
     window_items_seen_ += batch.items;
     kept_.keep(loop_.keep, loss, outputs);
-    const bool window_ends = (m + 1) % gas_ == 0;
+    if (plan_.trainer) {
+      step_as_the_trainer_does(engine_, plan_, window_ends);
+      return;
+    }
     if (loop_.clip_grad_norm > 0.0 && window_ends) {
       engine_.clip_model_gradients(loop_.clip_grad_norm);
     }

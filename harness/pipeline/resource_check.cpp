@@ -106,7 +106,7 @@ ResourceEstimate estimate_resources(const Scenario& scenario, const Plan& plan) 
 
   // The loop reserves a record per micro-step it may take (stepping once per window reaches a
   // boundary every GAS² micro-batches) and two memory samples each.
-  const double gas = static_cast<double>(plan.batch.gradient_accumulation_steps);
+  const double gas = static_cast<double>(micro_batches_per_window(plan));
   const double micro_steps = static_cast<double>(scenario.loop.steps) * gas * gas + gas;
   estimate.bookkeeping_bytes =
       micro_steps * (sizeof(MicroStepRecord) + 2.0 * sizeof(MemorySample));

@@ -65,6 +65,14 @@ nlohmann::json plan_to_json(const Plan& plan) {
       {"golden",
        {{"train_batch_size", plan.golden.train_batch_size}, {"steps", plan.golden.steps}}},
   };
+  // The Hugging Face Trainer's loop, only for its runs: its window and who held the boundary.
+  if (plan.trainer) {
+    json["hf_trainer"] = {
+        {"gradient_accumulation_steps", plan.trainer->gradient_accumulation_steps},
+        {"transformers_version", plan.trainer->transformers_version},
+        {"accelerate_version", plan.trainer->accelerate_version},
+        {"explicit_boundary", plan.trainer->explicit_boundary}};
+  }
   // The script's own param groups, only when it has some (added after format version 1).
   for (const ParameterGroup& group : optimizer.parameter_groups) {
     nlohmann::json group_json = {{"names", group.names}, {"weight_decay", group.weight_decay}};

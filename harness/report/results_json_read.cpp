@@ -199,6 +199,14 @@ Plan plan_from(const ResultsObject& json) {
     }
   }
 
+  if (json.has("hf_trainer")) {
+    const ResultsObject trainer = json.object("hf_trainer");
+    plan.trainer = TrainerLoopSpec{trainer.integer("gradient_accumulation_steps"),
+                                   trainer.text("transformers_version"),
+                                   trainer.text("accelerate_version"),
+                                   trainer.flag("explicit_boundary")};
+  }
+
   const ResultsObject golden = json.object("golden");
   plan.golden.train_batch_size = golden.integer("train_batch_size");
   plan.golden.steps = golden.integer("steps");

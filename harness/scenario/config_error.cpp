@@ -18,6 +18,8 @@ const EnumSpellings<ConfigErrorKind>& config_error_spellings() {
       {ConfigErrorKind::optimizer_invalid, "optimizer_invalid"},
       {ConfigErrorKind::untested_zero_optimizer, "untested_zero_optimizer"},
       {ConfigErrorKind::direct_backward_unsupported, "direct_backward_unsupported"},
+      {ConfigErrorKind::boundary_with_unmanaged_accumulation,
+       "boundary_with_unmanaged_accumulation"},
       {ConfigErrorKind::scheduler_invalid, "scheduler_invalid"},
       {ConfigErrorKind::precision_invalid, "precision_invalid"},
       {ConfigErrorKind::unsupported_precision_mix, "unsupported_precision_mix"},

@@ -23,6 +23,9 @@ enum class ConfigErrorKind {
                                 // its params (max_grad_norm, a keyword the class refuses)
   untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested
   direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)
+  // The Hugging Face Trainer under accelerate 1.8.0+ sets the boundary before every backward,
+  // which DeepSpeed 0.19.4+ asserts against "managed_gradient_accumulation": false
+  boundary_with_unmanaged_accumulation,
   scheduler_invalid,  // deepspeed.initialize cannot build the config's LR scheduler
   precision_invalid,  // an fp16 value DeepSpeedFP16Config's validators refuse
   // deepspeed.initialize refuses the mix of model dtype and data_types.grad_accum_dtype

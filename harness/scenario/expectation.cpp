@@ -14,6 +14,7 @@ const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings() {
 const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
   static const EnumSpellings<DiagnosisKind> spellings = {
       {DiagnosisKind::no_accumulation, "no_accumulation"},
+      {DiagnosisKind::trainer_boundary_ignored, "trainer_boundary_ignored"},
       {DiagnosisKind::effective_batch_differs, "effective_batch_differs"},
       {DiagnosisKind::loss_not_scaled, "loss_not_scaled"},
       {DiagnosisKind::loss_scaled_twice, "loss_scaled_twice"},

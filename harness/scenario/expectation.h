@@ -21,6 +21,9 @@ enum class DiagnosisKind {
   optimizer_every_micro_step,       // accumulation bypassed
   step_once_per_window,             // boundary only every GAS step() calls
   unmanaged_gradient_accumulation,  // managed_gradient_accumulation false: every step() steps
+  // Hugging Face Trainer under accelerate < 1.8.0 with a config whose GAS is 1: DeepSpeed steps
+  // every micro-batch on 1/GAS of its gradient (the Trainer's division, never undone)
+  trainer_boundary_ignored,
   per_micro_batch_token_normalisation,
   reentrant_checkpoint_without_input_grad,  // a checkpointed block fed no input with history
   backward_in_evaluation,  // evaluation's gradients land in the next training step

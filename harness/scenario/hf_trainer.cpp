@@ -131,6 +131,15 @@ void collect_autos(const Json& node, const std::string& pointer, std::vector<std
 HfTrainerArgs read_hf_trainer(ObjectReader& section, int64_t default_max_steps,
                               int64_t default_hidden_size) {
   HfTrainerArgs args;
+  const std::string accelerate =
+      section.optional_string("accelerate_version", newest_accelerate_release().version);
+  const AccelerateRelease* release = find_accelerate_release(accelerate);
+  if (release == nullptr) {
+    section.fail("accelerate_version",
+                 "expected an accelerate release this harness knows (" +
+                     describe_known_accelerate_releases() + "), found \"" + accelerate + "\"");
+  }
+  args.accelerate = *release;
   const std::string version = section.optional_string("transformers_version", kTransformersRelease);
   if (version != kTransformersRelease) {
     section.fail("transformers_version", std::string("expected \"") + kTransformersRelease +
@@ -179,16 +188,40 @@ HfFilledConfig fill_as_hf_trainer(const nlohmann::json& config, const HfTrainerA
   result.config = config;
   if (!result.config.is_object()) return result;
   for (const Rule& rule : trainer_rules(args, world_size)) apply_rule(rule, result);
-  // accelerate's DeepSpeedPlugin, after the Trainer's first pass: a config without
-  // gradient_accumulation_steps gets 1, and at prepare() DeepSpeed's value wins over the
-  // Trainer's with only a logged warning ("Gradient accumulation steps mismatch").
+  // accelerate's DeepSpeedPlugin.__post_init__ (utils/dataclasses.py), after the Trainer's first
+  // pass: a config without gradient_accumulation_steps gets 1. What that 1 decides depends on
+  // who holds the boundary (hf_trainer_release.h).
+  const std::string window = std::to_string(args.gradient_accumulation_steps);
+  const std::string accelerate = "accelerate " + args.accelerate.version;
   if (!result.config.contains("gradient_accumulation_steps")) {
     result.config["gradient_accumulation_steps"] = 1;
     result.inserted.push_back(
-        "/gradient_accumulation_steps = 1 (the config has none; accelerate then uses it over "
-        "gradient_accumulation_steps = " +
-        std::to_string(args.gradient_accumulation_steps) + " with a warning)");
+        "/gradient_accumulation_steps = 1 (the config has none: DeepSpeedPlugin inserts it). " +
+        (args.accelerate.passes_explicit_boundary
+             ? "It decides nothing here: the Trainer counts its own window of " + window +
+                   " micro-batches and " + accelerate + " passes that boundary to DeepSpeed"
+             : accelerate + " calls engine.step() after every backward, so DeepSpeed's 1 "
+                            "makes every micro-batch a boundary and the Trainer's "
+                            "gradient_accumulation_steps = " + window +
+                   " only divides the loss (accelerate " + kAccelerateExplicitBoundarySince +
+                   " passes the Trainer's boundary instead)"));
   }
+  const Json& deepspeed_gas = result.config["gradient_accumulation_steps"];
+  const std::string deepspeed_window =
+      deepspeed_gas.is_number_integer() ? std::to_string(deepspeed_gas.get<int64_t>()) : "its";
+  result.boundary =
+      args.accelerate.passes_explicit_boundary
+          ? "the Trainer (transformers " + std::string(kTransformersRelease) +
+                ") counts windows of " + window + " micro-batches, divides the loss by " +
+                window + " and calls backward with scale_wrt_gas=False; " + accelerate +
+                " passes its boundary to DeepSpeed (set_gradient_accumulation_boundary before "
+                "every backward, engine.step() at the window's end): an optimizer step every " +
+                window + " micro-batches, whatever gradient_accumulation_steps DeepSpeed "
+                "resolves"
+          : accelerate + " calls engine.step() after every backward: DeepSpeed's "
+                         "gradient_accumulation_steps (" + deepspeed_window +
+                ") decides the boundary, while the Trainer divides the loss by its own " +
+                window + " and calls backward with scale_wrt_gas=False";
   // accelerate's set_mixed_precision: a precision flag without its block in the config gets one.
   if (args.fp16 && !result.config.contains("fp16")) {
     result.config["fp16"] = {{"enabled", true}, {"auto_cast", true}};
@@ -200,6 +233,15 @@ HfFilledConfig fill_as_hf_trainer(const nlohmann::json& config, const HfTrainerA
   }
   result.unknown_autos = find_auto_values(result.config);
   return result;
+}
+
+TrainerLoopSpec trainer_loop_of(const HfTrainerArgs& args) {
+  TrainerLoopSpec loop;
+  loop.gradient_accumulation_steps = args.gradient_accumulation_steps;
+  loop.transformers_version = kTransformersRelease;
+  loop.accelerate_version = args.accelerate.version;
+  loop.explicit_boundary = args.accelerate.passes_explicit_boundary;
+  return loop;
 }
 
 std::vector<std::string> find_auto_values(const nlohmann::json& config) {

@@ -3,7 +3,8 @@
 // and accelerate refuses any "auto" the Trainer did not replace. We follow transformers 5.24.0
 // (integrations/deepspeed.py HfTrainerDeepSpeedConfig: trainer_config_process and
 // trainer_config_finalize) and accelerate 1.15.0 (Accelerator._prepare_deepspeed), the newest
-// releases when this was written; the rules are restated here, not copied.
+// releases when this was written; the rules are restated here, not copied. Who decides the
+// accumulation boundary, per accelerate release ("accelerate_version"): hf_trainer_release.h.
 //
 // A scenario's "hf_trainer" section holds the run's TrainingArguments; every key has the
 // Trainer's default (scenarios/README.md lists them).
@@ -16,6 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/json/json_fields.h"
+#include "harness/scenario/hf_trainer_release.h"
+#include "harness/scenario/scenario.h"
 
 namespace trainrepro {
 
@@ -41,6 +44,8 @@ struct HfTrainerArgs {
   int64_t max_steps = 0;
   // The model config's hidden_size, for the bucket sizes; the zoo model's width when not given.
   int64_t hidden_size = 0;
+  // The accelerate release under the Trainer ("accelerate_version", default the newest known).
+  AccelerateRelease accelerate = newest_accelerate_release();
 };
 
 // Reads the "hf_trainer" section; `max_steps` and `hidden_size` default to the given values.
@@ -66,11 +71,16 @@ struct HfFilledConfig {
   // What accelerate inserts: gradient_accumulation_steps 1 when the config has none, fp16 or
   // bf16 blocks for the Trainer's precision flags.
   std::vector<std::string> inserted;
+  // Who decides the accumulation boundary of the run, in a sentence for the warnings.
+  std::string boundary;
 };
 
 // What the Trainer and accelerate make of `config` at `world_size` ranks.
 HfFilledConfig fill_as_hf_trainer(const nlohmann::json& config, const HfTrainerArgs& args,
                                   int64_t world_size);
+
+// The Trainer's loop for these arguments: its window and whether accelerate passes the boundary.
+TrainerLoopSpec trainer_loop_of(const HfTrainerArgs& args);
 
 // Every "auto" in the config (objects only, as accelerate walks it), keys in sorted order.
 std::vector<std::string> find_auto_values(const nlohmann::json& config);

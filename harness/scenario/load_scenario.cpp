@@ -226,9 +226,30 @@ int64_t model_hidden_size(const ModelOptions& options) {
   return *std::max_element(dims.begin(), dims.end());
 }
 
+// The Trainer runs its own loop (transformers 5.24.0 _inner_training_loop): it zeroes
+// (model.zero_grad()), clips (DeepSpeed's gradient_clipping) and steps (engine.step() through
+// accelerate) itself, and never steps DeepSpeed's scheduler from outside. A loop habit that
+// describes a loop of the user's own cannot happen there. What stays: the loss the model
+// returns (token_normalisation, loss_scaling: how a Trainer release scales it), what is kept,
+// evaluation without backward, checkpointing inside the model.
+void refuse_habits_the_trainer_has_not(ObjectReader& root, const LoopSpec& loop) {
+  const auto refuse = [&root](const char* key) {
+    root.fail_at(std::string("/loop/") + key,
+                 std::string("the Hugging Face Trainer runs the training loop (\"hf_trainer\"): "
+                             "it zeroes, clips and steps itself; \"") +
+                     key + "\" describes a loop of your own. Remove it, or the hf_trainer "
+                           "section if your script drives DeepSpeed itself");
+  };
+  if (loop.zero_grad != ZeroGradHabit::at_boundary) refuse("zero_grad");
+  if (loop.stepping != SteppingHabit::every_micro_step) refuse("stepping");
+  if (loop.clip_grad_norm > 0.0) refuse("clip_grad_norm");
+  if (loop.lr_scheduler_step != LrSchedulerStepping::engine) refuse("lr_scheduler_step");
+  if (loop.evaluation && loop.evaluation->backward) refuse("evaluation");
+}
+
 // The config DeepSpeed receives: with an "hf_trainer" section, as the transformers Trainer and
 // accelerate fill and check it; without one, the pasted config, which must hold no "auto".
-nlohmann::json apply_hf_trainer(ObjectReader& root, const Scenario& scenario,
+nlohmann::json apply_hf_trainer(ObjectReader& root, Scenario& scenario,
                                 const nlohmann::json& pasted, std::vector<std::string>& notes,
                                 std::optional<OptimizerConfig>& trainer_optimizer) {
   const std::string at_deepspeed = root.file() + ":" + root.pointer_to("deepspeed");
@@ -243,12 +264,15 @@ nlohmann::json apply_hf_trainer(ObjectReader& root, const Scenario& scenario,
   ObjectReader section = root.required_object("hf_trainer");
   const HfTrainerArgs args =
       read_hf_trainer(section, scenario.loop.steps, model_hidden_size(scenario.model.options));
-  // accelerate's DeepSpeedPlugin refuses a config file without a ZeRO section.
+  // accelerate's DeepSpeedPlugin refuses a config file without a ZeRO section (1.7.0 and 1.15.0).
   if (pasted.is_object() && !pasted.contains("zero_optimization")) {
-    root.fail_at("/deepspeed", "accelerate (1.15.0, under the Hugging Face Trainer) refuses a "
-                               "DeepSpeed config without \"zero_optimization\": \"Please specify "
-                               "the ZeRO optimization config in the DeepSpeed config.\"");
+    root.fail_at("/deepspeed", "accelerate (" + args.accelerate.version +
+                                   ", under the Hugging Face Trainer) refuses a DeepSpeed config "
+                                   "without \"zero_optimization\": \"Please specify the ZeRO "
+                                   "optimization config in the DeepSpeed config.\"");
   }
+  refuse_habits_the_trainer_has_not(root, scenario.loop);
+  scenario.trainer = trainer_loop_of(args);
   const HfFilledConfig filled = fill_as_hf_trainer(pasted, args, scenario.world_size);
   const auto join = [](const std::vector<std::string>& lines) {
     std::string text;
@@ -279,6 +303,7 @@ nlohmann::json apply_hf_trainer(ObjectReader& root, const Scenario& scenario,
   for (const std::string& inserted : filled.inserted) {
     notes.push_back(at_deepspeed + ": accelerate inserts " + inserted);
   }
+  notes.push_back(root.file() + ":" + root.pointer_to("hf_trainer") + ": " + filled.boundary);
   // No optimizer in the config: the Trainer builds torch AdamW itself, passes it to
   // deepspeed.initialize, and allows it under ZeRO (zero_allow_untested_optimizer). Its
   // weight decay skips biases and LayerNorm parameters: two parameter groups.

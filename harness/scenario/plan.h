@@ -31,8 +31,23 @@ struct Plan {
   // engine forward is scaled by 1/GAS and reduced as engine.backward(loss) would be (stages 1-3).
   bool direct_backward_through_engine = false;
   std::string deepspeed_version;
+  // The Hugging Face Trainer runs the loop ("hf_trainer"): its window and whether accelerate
+  // hands DeepSpeed the boundary. None: the user's own DeepSpeed loop.
+  std::optional<TrainerLoopSpec> trainer;
   GoldenSpec golden;
 };
+
+// Micro-batches per optimizer step as the loop feeds them: the Trainer's window where accelerate
+// passes its boundary to DeepSpeed (is_gradient_accumulation_boundary() then returns that flag,
+// whatever gradient_accumulation_steps DeepSpeed resolved), otherwise DeepSpeed's own GAS.
+int64_t accumulation_window(const Plan& plan);
+// Micro-batches per window as the loop counts them: the Trainer counts its own window
+// (TrainingArguments' gradient_accumulation_steps: the loss's division, num_items_in_batch and
+// do_sync_step follow it, whoever decides DeepSpeed's boundary); a DeepSpeed loop follows
+// DeepSpeed's gradient_accumulation_steps.
+int64_t micro_batches_per_window(const Plan& plan);
+// The samples each optimizer step averages: micro batch × accumulation_window × world size.
+int64_t effective_train_batch(const Plan& plan);
 
 using PlanResolution = std::variant<Plan, ConfigError>;
 

@@ -41,6 +41,20 @@ std::optional<ConfigError> check_initialize(const Scenario& scenario) {
             config.release->version +
             " hooks the outputs of engine(x); a forward through engine.module(x) bypasses it)"};
   }
+  // accelerate's DeepSpeedEngineWrapper.backward (1.8.0+) calls
+  // engine.set_gradient_accumulation_boundary before the Trainer's first backward, and
+  // runtime/engine.py set_gradient_accumulation_boundary asserts managed accumulation (0.19.4+).
+  if (scenario.trainer && scenario.trainer->explicit_boundary &&
+      !config.managed_gradient_accumulation) {
+    return ConfigError{
+        ConfigErrorKind::boundary_with_unmanaged_accumulation,
+        "AssertionError: set_gradient_accumulation_boundary() is not supported with "
+        "managed_gradient_accumulation=False; the caller owns the boundary by calling step() "
+        "(raised at the Trainer's first backward: accelerate " +
+            scenario.trainer->accelerate_version +
+            " hands DeepSpeed the Trainer's boundary before every backward. The Trainer manages "
+            "the window itself: remove \"managed_gradient_accumulation\": false)"};
+  }
   return std::nullopt;
 }
 
@@ -138,8 +152,25 @@ PlanResolution resolve_plan(const Scenario& scenario, Device device) {
                                         config.release->direct_backward_hooked &&
                                         config.zero_stage >= 1;
   plan.deepspeed_version = config.release->version;
+  plan.trainer = scenario.trainer;
   plan.golden = scenario.golden;
   return plan;
+}
+
+int64_t accumulation_window(const Plan& plan) {
+  if (plan.trainer && plan.trainer->explicit_boundary) {
+    return plan.trainer->gradient_accumulation_steps;
+  }
+  return plan.batch.gradient_accumulation_steps;
+}
+
+int64_t micro_batches_per_window(const Plan& plan) {
+  return plan.trainer ? plan.trainer->gradient_accumulation_steps
+                      : plan.batch.gradient_accumulation_steps;
+}
+
+int64_t effective_train_batch(const Plan& plan) {
+  return plan.batch.micro_batch_per_gpu * accumulation_window(plan) * plan.batch.world_size;
 }
 
 const char* device_name(Device device) { return device == Device::cuda ? "cuda" : "cpu"; }

@@ -112,6 +112,19 @@ struct ToleranceOverride {
   std::string reason;
 };
 
+// The Hugging Face Trainer's own loop (a scenario with "hf_trainer"): it counts its window of
+// micro-batches itself, divides the loss by it, and calls accelerator.backward(loss,
+// scale_wrt_gas=False); the accelerate release decides whether DeepSpeed hears of the window
+// (harness/scenario/hf_trainer_release.h).
+struct TrainerLoopSpec {
+  int64_t gradient_accumulation_steps = 1;  // TrainingArguments': the Trainer's window
+  std::string transformers_version;
+  std::string accelerate_version;
+  // accelerate passes the Trainer's sync_gradients to engine.set_gradient_accumulation_boundary
+  // and calls engine.step() only then (1.8.0+); otherwise engine.step() after every backward.
+  bool explicit_boundary = true;
+};
+
 // The reference the run is judged against: one unaccumulated batch of the intended size.
 struct GoldenSpec {
   int64_t train_batch_size = 0;
@@ -132,6 +145,7 @@ struct Scenario {
   DeviceChoice device = DeviceChoice::cpu;
   EngineDtype dtype = EngineDtype::float32;
   LoopSpec loop;
+  std::optional<TrainerLoopSpec> trainer;  // the loop is the Hugging Face Trainer's
   MemorySpec memory;
   std::optional<ToleranceOverride> tolerance;
   GoldenSpec golden;

@@ -10,6 +10,7 @@
 #include <c10/core/GradMode.h>
 
 #include "harness/loop/sample_assignment.h"
+#include "harness/scenario/hf_trainer_release.h"
 #include "harness/verdict/batch_fix.h"
 #include "models/sample_source.h"
 
@@ -111,9 +112,11 @@ struct Hypothesis {
 std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& plan, int64_t step,
                     const std::string& specifics) {
   const ResolvedBatch& batch = plan.batch;
-  const std::string gas = std::to_string(batch.gradient_accumulation_steps);
+  // Micro-batches per optimizer step (the Trainer's window where it holds the boundary).
+  const int64_t window_steps = accumulation_window(plan);
+  const std::string gas = std::to_string(window_steps);
   const std::string intended = std::to_string(scenario.golden.train_batch_size);
-  const std::string effective = std::to_string(batch.train_batch_size);
+  const std::string effective = std::to_string(effective_train_batch(plan));
   switch (kind) {
     case DiagnosisKind::no_accumulation: {
       std::string why = batch.given.gradient_accumulation_steps
@@ -145,7 +148,7 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
     case DiagnosisKind::zeroed_inside_window:
       return "gradients are the last micro-batch's alone: they are zeroed inside the "
              "accumulation window, so " +
-             std::to_string(batch.gradient_accumulation_steps - 1) + " of " + gas +
+             std::to_string(window_steps - 1) + " of " + gas +
              " micro-batches are lost. Fix: do not call zero_grad() between "
              "micro-batches; the engine zeroes at the boundary";
     case DiagnosisKind::never_zeroed:
@@ -163,11 +166,32 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
              "step the optimizer at the boundary";
     case DiagnosisKind::step_once_per_window:
       return "the accumulation boundary came after " +
-             std::to_string(batch.gradient_accumulation_steps * batch.gradient_accumulation_steps) +
+             std::to_string(window_steps * window_steps) +
              " micro-batches, not " + gas +
              ": engine.step() is called once per window, but "
              "DeepSpeed counts every step() call as a micro-step. Fix: call engine.step() after "
              "every engine.backward()";
+    case DiagnosisKind::trainer_boundary_ignored: {
+      const TrainerLoopSpec& trainer = *plan.trainer;
+      const std::string window = std::to_string(trainer.gradient_accumulation_steps);
+      return "the optimizer stepped after every " +
+             (gas == "1" ? std::string("micro-batch") : gas + " micro-batches") + " on 1/" +
+             window + " of the gradient: accelerate " + trainer.accelerate_version +
+             " calls engine.step() after every backward, so DeepSpeed's own "
+             "gradient_accumulation_steps=" + gas +
+             (scenario.deepspeed.verbatim.contains("gradient_accumulation_steps")
+                  ? ""
+                  : " (the config has no gradient_accumulation_steps key: accelerate inserted "
+                    "1)") +
+             " decides the boundary, while the Trainer counts windows of " + window +
+             " micro-batches and divides each micro-batch's loss by " + window +
+             " (a token loss by the tokens of the whole window; backward with "
+             "scale_wrt_gas=False). Effective batch " + effective + ", not " +
+             intended + ". Fixed in accelerate " + kAccelerateExplicitBoundarySince +
+             " (DeepSpeedEngineWrapper.backward passes the Trainer's boundary to "
+             "engine.set_gradient_accumulation_boundary): upgrade accelerate, or write "
+             "\"gradient_accumulation_steps\": \"auto\" in the config";
+    }
     case DiagnosisKind::unmanaged_gradient_accumulation:
       return "the optimizer stepped after the first micro-batch with 1/" + gas +
              " of its gradient: \"managed_gradient_accumulation\": false makes every "
@@ -196,9 +220,10 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
     case DiagnosisKind::reentrant_checkpoint_without_input_grad: {
       // Predicted at the config's batch: when that is not the intended one, say so as well.
       std::string batch_too;
-      if (batch.train_batch_size != scenario.golden.train_batch_size) {
-        const bool accumulation_missing = batch.gradient_accumulation_steps == 1 &&
-                                          batch.train_batch_size < scenario.golden.train_batch_size;
+      const int64_t effective_batch = effective_train_batch(plan);
+      if (effective_batch != scenario.golden.train_batch_size) {
+        const bool accumulation_missing =
+            window_steps == 1 && effective_batch < scenario.golden.train_batch_size;
         batch_too = ". Besides: " + explain(accumulation_missing
                                                 ? DiagnosisKind::no_accumulation
                                                 : DiagnosisKind::effective_batch_differs,
@@ -298,6 +323,28 @@ Gradients rank_zero_holds(const RankWindow& window, Normalised normalised, doubl
   return held;
 }
 
+// The Trainer under accelerate before 1.8.0: engine.step() after every backward, so DeepSpeed's
+// own GAS (1 when accelerate inserted it) makes the boundary, while the Trainer still divides
+// each micro-batch's loss by its window of G (or normalises tokens over that window). Optimizer
+// step `step` is micro-batches [step·GAS, (step+1)·GAS), each reduced across ranks.
+Gradients trainer_steps_by_deepspeed_gas(ReferenceGradients& reference,
+                                         const SampleAssignment& samples, const Plan& plan,
+                                         int64_t step) {
+  const int64_t deepspeed_gas = plan.batch.gradient_accumulation_steps;
+  const int64_t window = plan.trainer->gradient_accumulation_steps;
+  Gradients held;
+  for (int64_t m = step * deepspeed_gas; m < (step + 1) * deepspeed_gas; ++m) {
+    const int64_t window_start = m / window * window;
+    const RankWindow trainer_window = window_of(reference, samples, window_start, window);
+    const Gradients share =
+        rank_zero_holds(trainer_window, Normalised::by_window_items,
+                        1.0 / static_cast<double>(window), /*reduced=*/true, m - window_start,
+                        m - window_start + 1);
+    held = held.empty() ? share : summed(held, share);
+  }
+  return held;
+}
+
 // Each hypothesis models what every rank's loop does, then what the engine sends across ranks:
 // engine.backward reduces at the boundary, loss.backward() and optimizer.step() never do.
 std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& plan,
@@ -305,7 +352,9 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
   const std::vector<at::Tensor>& parameters_before =
       step == 0 ? golden.initial_parameters : golden.steps[step - 1].parameters;
   ReferenceGradients reference(scenario, parameters_before);
-  const int64_t gas = plan.batch.gradient_accumulation_steps;
+  // Micro-batches per optimizer step: under the Hugging Face Trainer with the explicit boundary,
+  // its window, whatever GAS DeepSpeed resolved.
+  const int64_t gas = accumulation_window(plan);
   const SampleAssignment samples{plan.batch.micro_batch_per_gpu, plan.batch.world_size};
   const int64_t first = step * gas;  // the window's first micro-step, as the correct loop has it
   const RankWindow window = window_of(reference, samples, first, gas);
@@ -314,12 +363,18 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
                                             /*reduced=*/true, 0, gas);
 
   std::vector<Hypothesis> hypotheses;
-  if (plan.batch.train_batch_size != scenario.golden.train_batch_size) {
-    const bool no_accumulation =
-        gas == 1 && plan.batch.train_batch_size < scenario.golden.train_batch_size;
+  const int64_t effective_batch = effective_train_batch(plan);
+  if (effective_batch != scenario.golden.train_batch_size) {
+    const bool no_accumulation = gas == 1 && effective_batch < scenario.golden.train_batch_size;
     hypotheses.push_back(
         {no_accumulation ? DiagnosisKind::no_accumulation : DiagnosisKind::effective_batch_differs,
          correct, /*from_config=*/true});
+  }
+  if (plan.trainer && !plan.trainer->explicit_boundary &&
+      plan.trainer->gradient_accumulation_steps != gas) {
+    hypotheses.push_back({DiagnosisKind::trainer_boundary_ignored,
+                          trainer_steps_by_deepspeed_gas(reference, samples, plan, step),
+                          /*from_config=*/true});
   }
   if (gas > 1) {
     // loss.backward(): no 1/GAS and no reduction across ranks.

@@ -78,7 +78,9 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.judged = true;
   judgement.zero_stage = plan.zero_stage;
   judgement.world_size = plan.batch.world_size;
-  judgement.gradient_accumulation_steps = plan.batch.gradient_accumulation_steps;
+  // The micro-batches each optimizer step reduced: under the Hugging Face Trainer with the
+  // explicit boundary, its window, whatever GAS DeepSpeed resolved.
+  judgement.gradient_accumulation_steps = accumulation_window(plan);
   judgement.parameter_numel = trace.parameter_numel;
   // Padding from the shapes, not from the engine's own count, so the formula is independent.
   // Stages 1-2 pad each optimizer param group's flat buffer apart.
@@ -144,7 +146,7 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   const int64_t recomputed_numel = padded_numel_from_shapes(
       plan.zero_stage, plan.batch.world_size, trace.recomputed_parameter_numels);
   judgement.expected_ring_bytes_per_step = expected_ring_bytes_per_step(
-      plan.zero_stage, plan.batch.world_size, plan.batch.gradient_accumulation_steps,
+      plan.zero_stage, plan.batch.world_size, accumulation_window(plan),
       judgement.partitioned_numel * judgement.bytes_per_parameter.parameters,
       recomputed_numel * judgement.bytes_per_parameter.parameters,
       {frozen_numel * judgement.bytes_per_parameter.parameters,
@@ -160,7 +162,7 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
         "rank 0 handed " + format_bytes(judgement.ring_bytes_per_step) +
             " to collectives in the last optimizer step (ring model: (N-1)/N of each buffer); " +
             stage_text(judgement) + " with GAS " +
-            std::to_string(plan.batch.gradient_accumulation_steps) + " should hand them " +
+            std::to_string(accumulation_window(plan)) + " should hand them " +
             format_bytes(judgement.expected_ring_bytes_per_step) + " (" +
             std::to_string(judgement.traffic_ratio) + "x, more than 5% off)");
   }

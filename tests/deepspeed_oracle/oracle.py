@@ -138,8 +138,9 @@ def remove_shared_memory_buffers(port):
             pass
 
 
-def run_deepspeed(job, world_size, workdir, timeout):
-    """Runs ds_worker.py on `world_size` ranks; returns each rank's record (or raises)."""
+def run_deepspeed(job, world_size, workdir, timeout, worker=None):
+    """Runs ds_worker.py (or `worker`: the program and its arguments before the job file, as
+    real_trainer.py's) on `world_size` ranks; returns each rank's record (or raises)."""
     job = dict(job, out=str(workdir / "ds"))
     job_file = workdir / "job.json"
     job_file.write_text(json.dumps(job))
@@ -150,7 +151,8 @@ def run_deepspeed(job, world_size, workdir, timeout):
                    LOCAL_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         log = open(workdir / f"rank{rank}.log", "w")
         logs.append(log)
-        processes.append(subprocess.Popen([sys.executable, str(HERE / "ds_worker.py"), str(job_file)],
+        program = worker or [str(HERE / "ds_worker.py")]
+        processes.append(subprocess.Popen([sys.executable, *program, str(job_file)],
                                           env=env, stdout=log, stderr=subprocess.STDOUT,
                                           start_new_session=True))
     deadline = time.time() + timeout
@@ -312,6 +314,18 @@ def predict(hypothesis, model, parameters, source, engine, step, previous_gradie
     with torch.no_grad():
         for p, value in zip(zoo.trainable(model), parameters):
             p.copy_(value.double())
+    if hypothesis == "trainer_boundary_ignored":
+        # The Hugging Face Trainer before accelerate 1.8.0 (real_trainer.py): DeepSpeed's own GAS
+        # makes the boundary, each micro-batch's loss normalised over the Trainer's window.
+        window = engine["trainer_gradient_accumulation_steps"]
+        total = None
+        for m in range(step * gas, (step + 1) * gas):
+            start = m // window * window
+            items = source.samples(start * micro, (start + window) * micro).items
+            g, _ = zoo.gradient_of_sum(model, source, m * micro, (m + 1) * micro)
+            share = [x / items for x in g]
+            total = share if total is None else [t + x for t, x in zip(total, share)]
+        return total
     first = step * gas
     sums, items = [], []
     for k in range(gas):

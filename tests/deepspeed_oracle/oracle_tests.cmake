@@ -100,3 +100,37 @@ add_test(NAME oracle/batch-table
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(oracle/batch-table PROPERTIES LABELS oracle
                      FIXTURES_REQUIRED deepspeed_oracle TIMEOUT 1800)
+
+# The Hugging Face Trainer oracle (real_trainer.py): every Trainer scenario the real Trainer of
+# transformers 5.24.0 runs as it stands (not the catalogue's loss_scaling habits, which model
+# older releases; no fp16), trained by the real transformers + accelerate (the scenario's
+# release) + DeepSpeed 0.19.8 on the CPU. Each test skips (77) with the command that installs
+# the stack when its cache is absent (tests/deepspeed_oracle/install_hf_trainer.sh VERSION).
+set(real_trainer ${CMAKE_CURRENT_SOURCE_DIR}/deepspeed_oracle/real-trainer)
+file(GLOB trainer_scenarios CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/scenarios/hf-trainer/*.json
+     ${PROJECT_SOURCE_DIR}/scenarios/catalogue/*.json)
+foreach(scenario_file IN LISTS trainer_scenarios)
+  file(READ ${scenario_file} content)
+  string(JSON trainer ERROR_VARIABLE no_trainer GET "${content}" hf_trainer)
+  if(no_trainer)
+    continue()
+  endif()
+  string(JSON version ERROR_VARIABLE no_version GET "${content}" deepspeed_version)
+  string(JSON scaling ERROR_VARIABLE no_scaling GET "${content}" loop loss_scaling)
+  string(JSON trainer_fp16 ERROR_VARIABLE no_trainer_fp16 GET "${content}" hf_trainer fp16)
+  if((NOT no_version AND NOT version STREQUAL "0.19.8") OR
+     (NOT no_scaling AND NOT scaling STREQUAL "engine") OR (NOT no_trainer_fp16 AND trainer_fp16))
+    continue()
+  endif()
+  string(JSON ranks ERROR_VARIABLE no_ranks GET "${content}" world_size)
+  if(no_ranks)
+    set(ranks 1)
+  endif()
+  file(RELATIVE_PATH relative ${PROJECT_SOURCE_DIR}/scenarios ${scenario_file})
+  string(REGEX REPLACE "\\.json$" "" test_name ${relative})
+  add_test(NAME oracle/real-trainer/${test_name}
+           COMMAND ${real_trainer} --trainrepro $<TARGET_FILE:trainrepro> scenarios/${relative}
+           WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+  set_tests_properties(oracle/real-trainer/${test_name} PROPERTIES LABELS oracle
+                       PROCESSORS ${ranks} TIMEOUT 1800 SKIP_RETURN_CODE 77)
+endforeach()

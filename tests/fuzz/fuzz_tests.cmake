@@ -66,6 +66,7 @@ set(safetensors_sources
 set(scenario_loader_sources
     ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer_release.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/client_optimizer.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/parameter_groups.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/performance_section.cpp

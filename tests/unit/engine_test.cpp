@@ -242,5 +242,46 @@ TEST_F(ReferenceEngineTest, AccumulatedGradientIsTheMeanOfMicroBatchGradients) {
   }
 }
 
+// runtime/engine.py: once set_gradient_accumulation_boundary was called, its flag is the
+// boundary whatever the micro-step counter says (the Hugging Face Trainer under accelerate
+// 1.8.0+ sets it before every backward and steps once per window).
+TEST_F(ReferenceEngineTest, ExplicitBoundaryOverridesTheCounter) {
+  plan_.batch = {2, 2, 1, 1, {}};  // DeepSpeed's GAS 1: every micro-step would be a boundary
+  ReferenceEngine engine(model_, plan_);
+  int optimizer_steps = 0;
+  engine.on_optimizer_step = [&](const OptimizerStepEvent&) { ++optimizer_steps; };
+  for (int64_t m = 0; m < 8; ++m) {
+    const bool sync = m % 4 == 3;
+    engine.set_gradient_accumulation_boundary(sync);
+    EXPECT_EQ(engine.is_gradient_accumulation_boundary(), sync) << "micro-step " << m;
+    engine.backward(model_->loss_sum(micro_batch(m)) / 8.0, /*scale_wrt_gas=*/false);
+    if (sync) engine.step();
+  }
+  EXPECT_EQ(optimizer_steps, 2);
+  EXPECT_EQ(engine.counters().global_steps, 2);
+}
+
+// backward(loss, scale_wrt_gas=False) leaves the loss as the caller divided it: four
+// micro-batches each divided by 4 by the caller give the mean of the 8 samples, with
+// DeepSpeed's GAS 4 not applied a second time.
+TEST_F(ReferenceEngineTest, BackwardWithoutScalingWrtGasDividesOnce) {
+  ReferenceEngine engine(model_, plan_);  // GAS 4
+  std::vector<at::Tensor> accumulated;
+  engine.on_optimizer_step = [&](const OptimizerStepEvent& event) {
+    accumulated = event.gradients;
+  };
+  for (int64_t m = 0; m < 4; ++m) {
+    engine.backward(model_->loss_sum(micro_batch(m)) / 2.0 / 4.0, /*scale_wrt_gas=*/false);
+    engine.step();
+  }
+  auto fresh = build_model(model_spec_, at::kDouble, at::kCPU);
+  (fresh->loss_sum(SampleSource(data_).samples(0, 8, at::kDouble, at::kCPU)) / 8.0).backward();
+  const auto fresh_parameters = fresh->parameters();
+  ASSERT_EQ(accumulated.size(), fresh_parameters.size());
+  for (size_t i = 0; i < accumulated.size(); ++i) {
+    EXPECT_LT((accumulated[i] - fresh_parameters[i].grad()).abs().max().item<double>(), 1e-14);
+  }
+}
+
 }  // namespace
 }  // namespace trainrepro

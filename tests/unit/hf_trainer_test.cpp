@@ -6,6 +6,7 @@
 #include "harness/json/scenario_error.h"
 #include "harness/scenario/hf_trainer.h"
 #include "harness/scenario/load_scenario.h"
+#include "harness/scenario/plan.h"
 #include "tests/unit/scenario_file_fixture.h"
 
 namespace trainrepro {
@@ -106,8 +107,9 @@ TEST(HfTrainer, AutoTheTrainerDoesNotKnowIsLeftForAccelerateToRefuse) {
             (std::vector<std::string>{"/steps_per_print", "/zero_optimization/sub_group_size"}));
 }
 
-// Parents are never created; accelerate inserts GAS 1 where the config has none (and it then
-// wins over the Trainer's 4, with only a warning) and a block for a precision flag.
+// Parents are never created; accelerate inserts GAS 1 where the config has none (which decides
+// nothing under accelerate 1.15.0: the Trainer hands DeepSpeed its own boundary) and a block for
+// a precision flag.
 TEST(HfTrainer, CreatesNothingButWhatAccelerateInserts) {
   const nlohmann::json config = {{"train_micro_batch_size_per_gpu", "auto"}};
   HfTrainerArgs args;
@@ -120,9 +122,53 @@ TEST(HfTrainer, CreatesNothingButWhatAccelerateInserts) {
                                            {"gradient_accumulation_steps", 1},
                                            {"bf16", {{"enabled", true}}}}));
   ASSERT_EQ(filled.inserted.size(), 2u);
-  EXPECT_NE(filled.inserted[0].find("over gradient_accumulation_steps = 4 with a warning"),
+  EXPECT_NE(filled.inserted[0].find("It decides nothing here: the Trainer counts its own window "
+                                    "of 4 micro-batches and accelerate 1.15.0 passes that "
+                                    "boundary to DeepSpeed"),
             std::string::npos)
       << filled.inserted[0];
+  EXPECT_NE(filled.boundary.find("an optimizer step every 4 micro-batches, whatever "
+                                 "gradient_accumulation_steps DeepSpeed resolves"),
+            std::string::npos)
+      << filled.boundary;
+}
+
+// accelerate before 1.8.0 calls engine.step() after every backward: the GAS 1 it inserts is
+// then DeepSpeed's boundary, and the Trainer's 4 only divides the loss.
+TEST(HfTrainer, InsertedGasIsTheBoundaryBeforeAccelerate18) {
+  const nlohmann::json config = {{"train_micro_batch_size_per_gpu", "auto"},
+                                 {"zero_optimization", {{"stage", 0}}}};
+  HfTrainerArgs args;
+  args.gradient_accumulation_steps = 4;
+  args.max_steps = 4;
+  args.hidden_size = 8;
+  args.accelerate = *find_accelerate_release("1.7.0");
+  const HfFilledConfig filled = fill_as_hf_trainer(config, args, 1);
+  EXPECT_EQ(filled.config["gradient_accumulation_steps"], 1);
+  ASSERT_EQ(filled.inserted.size(), 1u);
+  EXPECT_NE(filled.inserted[0].find("accelerate 1.7.0 calls engine.step() after every backward, "
+                                    "so DeepSpeed's 1 makes every micro-batch a boundary"),
+            std::string::npos)
+      << filled.inserted[0];
+  EXPECT_NE(filled.boundary.find("DeepSpeed's gradient_accumulation_steps (1) decides the "
+                                 "boundary, while the Trainer divides the loss by its own 4"),
+            std::string::npos)
+      << filled.boundary;
+  const TrainerLoopSpec loop = trainer_loop_of(args);
+  EXPECT_EQ(loop.gradient_accumulation_steps, 4);
+  EXPECT_FALSE(loop.explicit_boundary);
+  EXPECT_EQ(loop.accelerate_version, "1.7.0");
+}
+
+// DeepSpeedEngineWrapper.backward read in each wheel: the explicit boundary arrives in 1.8.0.
+TEST(HfTrainer, AccelerateReleasesPassTheBoundaryFrom18) {
+  ASSERT_NE(find_accelerate_release("1.7.0"), nullptr);
+  EXPECT_FALSE(find_accelerate_release("1.7.0")->passes_explicit_boundary);
+  EXPECT_TRUE(find_accelerate_release("1.8.0")->passes_explicit_boundary);
+  EXPECT_TRUE(find_accelerate_release("1.15.0")->passes_explicit_boundary);
+  EXPECT_EQ(newest_accelerate_release().version, "1.15.0");
+  EXPECT_EQ(find_accelerate_release("1.6.0"), nullptr);
+  EXPECT_EQ(describe_known_accelerate_releases(), "1.7.0, 1.8.0, 1.15.0");
 }
 
 TEST(HfTrainer, DescribesEveryAutoWithTheTrainersDefault) {
@@ -196,6 +242,87 @@ TEST_F(HfTrainerScenario, DisagreementIsTheTrainersError) {
                        "/deepspeed/optimizer/params/lr = 0.001, but learning_rate = 5e-05"),
             std::string::npos)
       << error;
+}
+
+// The ChatGLM config without a gradient_accumulation_steps key, under a Trainer with GAS 4.
+nlohmann::json without_gas_key(const char* accelerate) {
+  nlohmann::json scenario = nlohmann::json::parse(R"({
+    "name": "valid", "description": "d",
+    "model": {"name": "mlp", "options": {"dims": [16, 8, 4]}, "seed": 1},
+    "data": {"name": "classification", "options": {"features": 16, "classes": 4}, "seed": 2},
+    "deepspeed": {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 1}},
+    "hf_trainer": {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4},
+    "golden": {"train_batch_size": 8}, "expect": {"outcome": "pass"}
+  })");
+  scenario["hf_trainer"]["accelerate_version"] = accelerate;
+  return scenario;
+}
+
+TEST_F(HfTrainerScenario, AccelerateReleaseDecidesWhoHoldsTheBoundary) {
+  for (const char* release : {"1.7.0", "1.15.0"}) {
+    const Scenario loaded = load_scenario(write("s.json", without_gas_key(release).dump()));
+    ASSERT_TRUE(loaded.trainer.has_value());
+    EXPECT_EQ(loaded.trainer->gradient_accumulation_steps, 4);
+    EXPECT_EQ(loaded.trainer->accelerate_version, release);
+    const Plan plan = std::get<Plan>(resolve_plan(loaded, Device::cpu));
+    EXPECT_EQ(plan.batch.gradient_accumulation_steps, 1);  // what DeepSpeed resolves
+    EXPECT_EQ(plan.batch.train_batch_size, 2);
+    const bool explicit_boundary = std::string(release) == "1.15.0";
+    EXPECT_EQ(plan.trainer->explicit_boundary, explicit_boundary);
+    EXPECT_EQ(micro_batches_per_window(plan), 4);  // the Trainer counts its window either way
+    EXPECT_EQ(accumulation_window(plan), explicit_boundary ? 4 : 1);
+    EXPECT_EQ(effective_train_batch(plan), explicit_boundary ? 8 : 2);
+  }
+}
+
+TEST_F(HfTrainerScenario, UnknownAccelerateReleaseNamesTheKnownOnes) {
+  EXPECT_NE(error_of(without_gas_key("1.6.0"))
+                .find("s.json:/hf_trainer/accelerate_version: expected an accelerate release this "
+                      "harness knows (1.7.0, 1.8.0, 1.15.0), found \"1.6.0\""),
+            std::string::npos)
+      << error_of(without_gas_key("1.6.0"));
+}
+
+// The Trainer zeroes, clips and steps itself: habits of a loop of one's own are refused.
+TEST_F(HfTrainerScenario, HabitsOfAnOwnLoopAreRefused) {
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"zero_grad", "every_micro_step"},
+           {"stepping", "once_per_window"},
+           {"clip_grad_norm", 1.0},
+           {"evaluation", {{"no_grad", false}, {"backward", true}}}}) {
+    nlohmann::json scenario = without_gas_key("1.15.0");
+    scenario["loop"] = {{key, value}};
+    EXPECT_NE(error_of(scenario).find("s.json:/loop/" + key +
+                                      ": the Hugging Face Trainer runs the training loop"),
+              std::string::npos)
+        << error_of(scenario);
+  }
+  nlohmann::json scenario = without_gas_key("1.15.0");
+  scenario["loop"] = {{"token_normalisation", "per_micro_batch"}, {"keep", "loss_item"}};
+  EXPECT_EQ(error_of(scenario), "");
+}
+
+// accelerate 1.8.0+ calls set_gradient_accumulation_boundary before the first backward, which
+// DeepSpeed 0.19.4+ asserts against unmanaged accumulation; before 1.8.0 nothing asserts.
+TEST_F(HfTrainerScenario, BoundaryWithUnmanagedAccumulationIsRefused) {
+  nlohmann::json scenario = without_gas_key("1.15.0");
+  scenario["deepspeed"]["managed_gradient_accumulation"] = false;
+  scenario["expect"] = {{"outcome", "config_error"},
+                        {"error", "boundary_with_unmanaged_accumulation"}};
+  const PlanResolution refused =
+      resolve_plan(load_scenario(write("s.json", scenario.dump())), Device::cpu);
+  ASSERT_TRUE(std::holds_alternative<ConfigError>(refused));
+  const ConfigError& error = std::get<ConfigError>(refused);
+  EXPECT_EQ(error.kind, ConfigErrorKind::boundary_with_unmanaged_accumulation);
+  EXPECT_EQ(error.message.rfind("AssertionError: set_gradient_accumulation_boundary() is not "
+                                "supported with managed_gradient_accumulation=False; the caller "
+                                "owns the boundary by calling step()",
+                                0),
+            0u)
+      << error.message;
+  scenario["hf_trainer"]["accelerate_version"] = "1.7.0";
+  EXPECT_TRUE(std::holds_alternative<Plan>(
+      resolve_plan(load_scenario(write("s.json", scenario.dump())), Device::cpu)));
 }
 
 // No optimizer in the config: a client optimizer (torch's defaults) or the Trainer's AdamW.

@@ -27,5 +27,31 @@ TEST_F(TrainingLoop, StepsCountBackwardsThatBypassTheEngine) {
   }
 }
 
+// The Hugging Face Trainer with GAS 4 on a config without a gradient_accumulation_steps key
+// (DeepSpeed resolves GAS 1): accelerate 1.15.0 hands DeepSpeed the Trainer's boundary, an
+// optimizer step every 4 micro-batches; accelerate 1.7.0 steps DeepSpeed after every backward,
+// and its GAS 1 makes every micro-batch a step.
+TEST_F(TrainingLoop, TrainerStepsAtItsOwnWindowWhenAcceleratePassesTheBoundary) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"] = {{"train_micro_batch_size_per_gpu", "auto"},
+                           {"zero_optimization", {{"stage", 0}}}};
+  scenario["golden"] = {{"train_batch_size", 8}, {"steps", 3}};
+  for (const auto& [release, micro_steps_per_step] :
+       std::vector<std::pair<std::string, int64_t>>{{"1.15.0", 4}, {"1.7.0", 1}}) {
+    scenario["hf_trainer"] = {{"per_device_train_batch_size", 2},
+                              {"gradient_accumulation_steps", 4},
+                              {"accelerate_version", release}};
+    const Scenario loaded = load_scenario(write("s.json", scenario.dump()));
+    const Plan plan = std::get<Plan>(resolve_plan(loaded, Device::cpu));
+    const Trace trace =
+        run_training_loop(loaded.model, loaded.data, loaded.loop, plan, LoopOptions{3});
+    ASSERT_EQ(trace.steps.size(), 3u) << release;
+    for (size_t s = 0; s < trace.steps.size(); ++s) {
+      EXPECT_EQ(trace.steps[s].micro_step, micro_steps_per_step * static_cast<int64_t>(s + 1))
+          << release;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace trainrepro
