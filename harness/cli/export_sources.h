@@ -1,5 +1,6 @@
-// The Python sources `trainrepro export --python` writes into a script (exports/repro_main.py,
-// and the oracle's tests/deepspeed_oracle/zoo.py and ds_worker.py), compiled in.
+// The Python sources compiled in: what `trainrepro export --python` writes into a script
+// (exports/repro_main.py, python/trainrepro_worker/zoo.py and ds_worker.py) and what
+// `run --engine deepspeed` starts (the same two and deepspeed_engine_worker.py).
 #pragma once
 #include <vector>
 

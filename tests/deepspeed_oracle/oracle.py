@@ -50,7 +50,8 @@ import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE))
+WORKER = ROOT / "python" / "trainrepro_worker"  # zoo and loop, shared with the engine and export
+sys.path.insert(0, str(WORKER))
 import zoo  # noqa: E402
 
 FLOAT32_TOLERANCE = (1.3e-6, 1e-5)  # torch.testing.assert_close's, as trainrepro's float32 default
@@ -150,7 +151,7 @@ def run_deepspeed(job, world_size, workdir, timeout):
                    LOCAL_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         log = open(workdir / f"rank{rank}.log", "w")
         logs.append(log)
-        processes.append(subprocess.Popen([sys.executable, str(HERE / "ds_worker.py"), str(job_file)],
+        processes.append(subprocess.Popen([sys.executable, str(WORKER / "ds_worker.py"), str(job_file)],
                                           env=env, stdout=log, stderr=subprocess.STDOUT,
                                           start_new_session=True))
     deadline = time.time() + timeout
