@@ -1,6 +1,5 @@
-// The Python sources compiled in: what `trainrepro export --python` writes into a script
-// (exports/repro_main.py, python/trainrepro_worker/zoo.py and ds_worker.py) and what
-// `run --engine deepspeed` starts (the same two and deepspeed_engine_worker.py).
+// The Python sources `trainrepro export --python` writes into a script (exports/repro_main.py,
+// and python/trainrepro_worker/zoo.py and ds_worker.py), compiled in.
 #pragma once
 #include <vector>
 

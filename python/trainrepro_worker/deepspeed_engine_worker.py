@@ -2,7 +2,10 @@
 written out as the trace trainrepro's reference engine produces (harness/loop/trace.h).
 
 Usage: deepspeed_engine_worker.py JOB.json
-  JOB holds the scenario's DeepSpeed config (verbatim), loop, steps, parameter groups and client
+  Started once (by trainrepro, without TRAINREPRO_WORKER_RANKS_STARTED): chooses the master port, writes it to PREFIX.port (trainrepro
+  removes DeepSpeed's /dev/shm buffers named after it, however the run ends), and with
+  JOB["world_size"] > 1 starts one process per rank (gloo), each running this file with RANK set;
+  rank 0's trace is the run's, unless a rank failed. JOB holds the scenario's DeepSpeed config (verbatim), loop, steps, parameter groups and client
   optimizer, the golden's key (model, data), its file and trainable parameter names, and "trace":
   the path prefix of what this writes: PREFIX.safetensors (per optimizer step, the gradients
   before clipping as "step<i>/grad/<name>" and the parameters after it as "step<i>/param/<name>"),
@@ -10,10 +13,12 @@ Usage: deepspeed_engine_worker.py JOB.json
   The loop itself is ds_worker.run, the one the DeepSpeed oracle runs.
 Exit status: 0 when PREFIX.json was written (whatever it says), 3 otherwise.
 """
+import glob
 import json
 import os
 import platform
 import socket
+import subprocess
 import sys
 import time
 import traceback
@@ -89,16 +94,58 @@ def trace_of(record, names):
     return trace, tensors
 
 
+def remove_shared_memory_buffers(port):
+    """DeepSpeed's CPU accelerator all-reduces through /dev/shm files named after the master
+    address and port (67 MB each, even on one rank) and never removes them."""
+    for path in glob.glob(f"/dev/shm/deepspeed_allreduce_buffer_*_127.0.0.1_{port}_*"):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def start_ranks(job_path, prefix, world_size):
+    """One process per rank, each writing PREFIX.rank<r>.json; rank 0's files become the run's,
+    or the first failed rank's status when one failed."""
+    port = free_port()
+    with open(prefix + ".port", "w") as out:
+        out.write(str(port))
+    processes = []
+    for rank in range(world_size):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
+                   LOCAL_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   TRAINREPRO_WORKER_RANKS_STARTED="1")
+        processes.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), job_path],
+                                          env=env))
+    codes = [process.wait() for process in processes]
+    remove_shared_memory_buffers(port)
+    chosen = None
+    for rank in range(world_size):
+        path = f"{prefix}.rank{rank}.json"
+        if not os.path.exists(path):
+            continue  # trainrepro says the trace is missing, with this process's output
+        status = json.load(open(path)).get("status")
+        if rank == 0 and chosen is None:
+            chosen = path
+        if status == "error":
+            chosen = path
+            break
+    if chosen is None:
+        print(f"no rank wrote a trace (exit codes {codes})", file=sys.stderr)
+        return 3
+    if os.path.exists(f"{prefix}.rank0.safetensors"):
+        os.replace(f"{prefix}.rank0.safetensors", prefix + ".safetensors")
+    os.replace(chosen, prefix + ".json")
+    return 0
+
+
 def main():
     job = json.load(open(sys.argv[1]))
     prefix = job["trace"]
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
-    os.environ.setdefault("LOCAL_RANK", os.environ["RANK"])
-    os.environ.setdefault("LOCAL_SIZE", os.environ["WORLD_SIZE"])
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(free_port()))
+    if os.environ.get("TRAINREPRO_WORKER_RANKS_STARTED") != "1":
+        return start_ranks(sys.argv[1], prefix, int(job.get("world_size", 1)))
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    prefix = f"{prefix}.rank{rank}"
     out = {"format": TRACE_FORMAT, "format_version": TRACE_FORMAT_VERSION, "rank": rank}
     started = time.time()
     try:
@@ -121,8 +168,9 @@ def main():
                 out.update(status="refused", reason=message)
         else:
             trace, tensors = trace_of(record, job["golden"]["parameters"])
-            from safetensors.torch import save_file
-            save_file(tensors, prefix + ".safetensors")
+            if rank == 0:  # the ranks' gradients and parameters agree after the all-reduce
+                from safetensors.torch import save_file
+                save_file(tensors, prefix + ".safetensors")
             out.update(status="trained", **trace)
     except Exception as exception:  # noqa: BLE001 - every failure is reported, with its trace
         out.update(status="error", reason=f"{type(exception).__name__}: {exception}",
