@@ -19,11 +19,12 @@ constexpr const char* kExitCodes =
 
 constexpr const char* kDeepSpeedEngineNote =
     "\n--engine deepspeed: the same golden, judges and reports, with the real DeepSpeed training\n"
-    "each scenario on the CPU (DS_ACCELERATOR=cpu unless set), one rank, fp32 and bf16. Skipped\n"
-    "with the reason: several ranks, CUDA, fp16 (DeepSpeed refuses it on a CPU), Lamb, TorchScript\n"
-    "models, frozen parameters, scenarios judged from memory (memory is not measured on this\n"
-    "engine yet: \"memory not judged\"). Config errors are judged by the release's rules, as\n"
-    "with the reference engine. A Python without torch or deepspeed: exit 3, nothing written.\n";
+    "each scenario on the CPU (DS_ACCELERATOR=cpu unless set), one Python process per rank\n"
+    "(gloo), fp32 and bf16. Skipped with the reason: CUDA, fp16 (DeepSpeed refuses it on a CPU),\n"
+    "Lamb, TorchScript models, frozen parameters, scenarios judged from memory (memory is not\n"
+    "measured on this engine yet: \"memory not judged\"). Config errors are judged by the\n"
+    "release's rules, as with the reference engine. A Python without torch or deepspeed: exit 3,\n"
+    "nothing written. A worker that hangs is killed at --rank-timeout.\n";
 
 // --device as the scenario format spells it; empty (not given) means no override.
 std::optional<trainrepro::DeviceChoice> device_choice_from(const std::string& spelling) {

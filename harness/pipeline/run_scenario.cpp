@@ -90,7 +90,9 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
                            " rank(s) and this launch (mpirun or srun) started " +
                            std::to_string(options.launcher_world_size));
   }
-  if ((requires_(scenario, Requirement::mpi) || scenario.world_size > 1) && !mpi_available()) {
+  // The DeepSpeed worker's ranks meet through torch's gloo, not Open MPI.
+  if ((requires_(scenario, Requirement::mpi) || scenario.world_size > 1) && !mpi_available() &&
+      !options.deepspeed) {
     return skipped_verdict(
         "skipped: the scenario runs on several ranks and mpirun is not on the PATH");
   }
@@ -296,12 +298,13 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
       return;
     }
   }
-  if (plan.batch.world_size > 1 && !launched_by_mpi()) {
+  // The DeepSpeed worker starts its own ranks (one Python process each, gloo).
+  if (plan.batch.world_size > 1 && !launched_by_mpi() && !options.deepspeed) {
     run_on_ranks(scenario, plan, options, result);
     return;
   }
   std::unique_ptr<Communicator> communicator;
-  if (plan.batch.world_size > 1) {
+  if (plan.batch.world_size > 1 && !options.deepspeed) {
     try {
       communicator =
           plan.device == Device::cuda ? make_nccl_communicator() : make_mpi_communicator();

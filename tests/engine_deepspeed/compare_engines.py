@@ -75,11 +75,14 @@ def main():
             skipped.append(f"{name}: {theirs.get('found', '')}")
             continue
         line = f"{name}: reference {ours['outcome']}, deepspeed {theirs['outcome']}"
-        if theirs["outcome"] == ours["outcome"]:
+        if not theirs.get("engine", "").startswith("deepspeed "):
+            disagree.append(f"{line}: the result names the engine {theirs.get('engine')!r}")
+        elif theirs["outcome"] == ours["outcome"]:
             agree.append(line)
         else:
             disagree.append(f"{line}: {theirs.get('found', '')[:600]}")
     engines = {result.get("engine") for result in deepspeed.values()}
+    reference_engines = {result.get("engine") for result in reference.values()}
     for line in agree:
         print("AGREE     " + line)
     for line in skipped:
@@ -89,8 +92,8 @@ def main():
     print(f"{len(agree)} agree, {len(disagree)} disagree, {len(skipped)} skipped on the deepspeed "
           f"engine ({', '.join(sorted(e for e in engines if e))}); reference {reference_seconds:.1f} s, "
           f"deepspeed {deepspeed_seconds:.1f} s")
-    if not any(engine and engine.startswith("deepspeed ") for engine in engines):
-        print("the results do not name the deepspeed engine")
+    if reference_engines != {"reference"}:
+        print(f"the reference run names the engines {sorted(map(str, reference_engines))}")
         return 1
     return 1 if disagree or not agree else 0
 
