@@ -40,6 +40,11 @@ int run_scenarios(const RunArgs& args) {
   // The real DeepSpeed's Python is asked once, before anything is written.
   std::optional<DeepSpeedPython> deepspeed;
   if (args.engine == "deepspeed") {
+    if (launched_by_mpi()) {
+      std::cerr << "--engine deepspeed starts one DeepSpeed process per rank itself; run it "
+                   "without mpirun or srun\n";
+      return kExitBadInput;
+    }
     try {
       deepspeed = find_deepspeed_python();
     } catch (const DeepSpeedPythonError& error) {
