@@ -58,7 +58,8 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
     return std::string("skipped: --engine deepspeed: DeepSpeed's FusedLamb has no CPU kernel");
   }
   if (judged_from_memory(scenario.expect) || scenario.loop.keep != KeepHabit::nothing) {
-    return not_yet + "memory is not measured on the real engine in this slice, and this "
+    return not_yet +
+           "memory is not measured on the real engine in this slice, and this "
            "scenario is judged from memory (its expectation or /loop/keep)";
   }
   if (scenario.loop.clip_grad_norm > 0.0) {
@@ -69,18 +70,17 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
 
 nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
   const nlohmann::json written = read_json_file(scenario.file);
-  nlohmann::json job = {
-      {"deepspeed", scenario.deepspeed.verbatim},
-      {"loop", written.value("loop", nlohmann::json::object())},
-      {"steps", scenario.golden.steps},
-      {"world_size", scenario.world_size},
-      {"parameter_groups", written.value("parameter_groups", nlohmann::json())},
-      {"client_optimizer", written.value("client_optimizer", nlohmann::json())},
-      {"model", golden.key.at("model")},
-      {"data", golden.key.at("data")},
-      {"golden",
-       {{"file", std::filesystem::absolute(golden.file).string()},
-        {"parameters", golden.parameter_names}}}};
+  nlohmann::json job = {{"deepspeed", scenario.deepspeed.verbatim},
+                        {"loop", written.value("loop", nlohmann::json::object())},
+                        {"steps", scenario.golden.steps},
+                        {"world_size", scenario.world_size},
+                        {"parameter_groups", written.value("parameter_groups", nlohmann::json())},
+                        {"client_optimizer", written.value("client_optimizer", nlohmann::json())},
+                        {"model", golden.key.at("model")},
+                        {"data", golden.key.at("data")},
+                        {"golden",
+                         {{"file", std::filesystem::absolute(golden.file).string()},
+                          {"parameters", golden.parameter_names}}}};
   return job;
 }
 
@@ -99,11 +99,11 @@ std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const 
     case WorkerStatus::skipped:
       return worker_verdict(Outcome::skipped, ErrorSource::none, "skipped: " + worker.reason);
     case WorkerStatus::refused:
-      return worker_verdict(
-          Outcome::failed, ErrorSource::none,
-          scenario.file + ": DeepSpeed " + worker.versions.deepspeed +
-              " refused the config in deepspeed.initialize, where DeepSpeed " +
-              scenario.deepspeed.release->version + "'s rules accept it: " + worker.reason);
+      return worker_verdict(Outcome::failed, ErrorSource::none,
+                            scenario.file + ": DeepSpeed " + worker.versions.deepspeed +
+                                " refused the config in deepspeed.initialize, where DeepSpeed " +
+                                scenario.deepspeed.release->version +
+                                "'s rules accept it: " + worker.reason);
     case WorkerStatus::error:
     case WorkerStatus::invalid:
       return worker_verdict(Outcome::error, ErrorSource::infrastructure,

@@ -28,7 +28,6 @@ nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden);
 // measured), or the verdict that takes training's place (skipped: DeepSpeed's reason; failed:
 // DeepSpeed refused a config the release model accepts; error: the worker's failure).
 std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const Golden& golden,
-                                                const DeepSpeedPython& python,
-                                                int timeout_seconds);
+                                                const DeepSpeedPython& python, int timeout_seconds);
 
 }  // namespace trainrepro

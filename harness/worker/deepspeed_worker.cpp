@@ -76,7 +76,8 @@ void remove_shared_memory_buffers(const std::string& port_file) {
   std::error_code error;
   for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", error)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("deepspeed_allreduce_buffer_", 0) == 0 && name.find(marker) != std::string::npos) {
+    if (name.rfind("deepspeed_allreduce_buffer_", 0) == 0 &&
+        name.find(marker) != std::string::npos) {
       std::filesystem::remove(entry.path(), error);
     }
   }
@@ -136,9 +137,9 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
                                  const std::vector<at::Tensor>& initial_parameters) {
   PrivateFolder folder;
   for (const EmbeddedFile& source : worker_source_table()) {
-    write_file_atomically(std::filesystem::path(folder.path()) / source.name,
-                          std::string_view(reinterpret_cast<const char*>(source.bytes),
-                                           source.size));
+    write_file_atomically(
+        std::filesystem::path(folder.path()) / source.name,
+        std::string_view(reinterpret_cast<const char*>(source.bytes), source.size));
   }
   const std::string prefix = folder.path() + "/trace";
   job["trace"] = prefix;
@@ -151,8 +152,10 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
   end_if_stopped(launch, folder);
   if (launch.timed_out) {
     throw WorkerTraceError("the DeepSpeed worker did not finish within " +
-                           std::to_string(timeout_seconds) + " s (--rank-timeout) and was "
-                           "killed; its output:\n" + launch.output);
+                           std::to_string(timeout_seconds) +
+                           " s (--rank-timeout) and was "
+                           "killed; its output:\n" +
+                           launch.output);
   }
   try {
     return read_worker_trace(prefix, parameter_names, initial_parameters);
