@@ -125,11 +125,11 @@ def main():
     return 0
 
 
-# trainrepro's model zoo and data generators in PyTorch (tests/deepspeed_oracle/zoo.py).
+# trainrepro's model zoo and data generators in PyTorch (python/trainrepro_worker/zoo.py).
 ZOO_SOURCE = r'''__ZOO_SOURCE__'''
 
 # One rank of the training loop with the scenario's habits against the real DeepSpeed
-# (tests/deepspeed_oracle/ds_worker.py).
+# (python/trainrepro_worker/ds_worker.py).
 WORKER_SOURCE = r'''__WORKER_SOURCE__'''
 
 if __name__ == "__main__":

@@ -17,6 +17,15 @@ constexpr const char* kExitCodes =
     "  2  bad scenario, bad config or bad usage\n"
     "  3  infrastructure failure (crash, timeout, missing GPU for --device cuda)\n";
 
+constexpr const char* kDeepSpeedEngineNote =
+    "\n--engine deepspeed: the same golden, judges and reports, with the real DeepSpeed training\n"
+    "each scenario on the CPU (DS_ACCELERATOR=cpu unless set), one Python process per rank\n"
+    "(gloo), fp32 and bf16. Skipped with the reason: CUDA, fp16 (DeepSpeed refuses it on a CPU),\n"
+    "Lamb, TorchScript models, frozen parameters, scenarios judged from memory (memory is not\n"
+    "measured on this engine yet: \"memory not judged\"). Config errors are judged by the\n"
+    "release's rules, as with the reference engine. A Python without torch or deepspeed: exit 3,\n"
+    "nothing written. A worker that hangs is killed at --rank-timeout.\n";
+
 // --device as the scenario format spells it; empty (not given) means no override.
 std::optional<trainrepro::DeviceChoice> device_choice_from(const std::string& spelling) {
   for (const auto& [choice, name] : trainrepro::device_choice_spellings()) {
@@ -135,7 +144,12 @@ int main(int argc, char** argv) {
                 "gives (refused with exit 2 otherwise)");
   run->add_option("--junit", run_args.junit_file,
                   "write the run as JUnit XML (one testsuite per scenario folder) to FILE");
-  run->footer(kExitCodes);
+  run->add_option("--engine", run_args.engine,
+                  "what trains each scenario: reference (the C++ engine, the default) or "
+                  "deepspeed (the real DeepSpeed in the Python named by "
+                  "TRAINREPRO_DEEPSPEED_PYTHON, else python3 on the PATH)")
+      ->check(CLI::IsMember({"reference", "deepspeed"}));
+  run->footer(std::string(kExitCodes) + kDeepSpeedEngineNote);
 
   ReportArgs report_args;
   CLI::App* report = app.add_subcommand(

@@ -37,6 +37,22 @@ int run_scenarios(const RunArgs& args) {
     return kExitBadInput;
   }
 
+  // The real DeepSpeed's Python is asked once, before anything is written.
+  std::optional<DeepSpeedPython> deepspeed;
+  if (args.engine == "deepspeed") {
+    if (launched_by_mpi()) {
+      std::cerr << "--engine deepspeed starts one DeepSpeed process per rank itself; run it "
+                   "without mpirun or srun\n";
+      return kExitBadInput;
+    }
+    try {
+      deepspeed = find_deepspeed_python();
+    } catch (const DeepSpeedPythonError& error) {
+      std::cerr << error.what() << "\n";
+      return kExitInfrastructure;
+    }
+  }
+
   const DiscoveredScenarios discovered = discover_scenarios(args.paths);
   for (const std::string& note : discovered.notes) std::cerr << note << "\n";
 
@@ -62,6 +78,7 @@ int run_scenarios(const RunArgs& args) {
   options.rank_timeout_seconds = args.rank_timeout_seconds;
   options.launcher_world_size = launcher_world_size();
   options.allow_large = args.allow_large;
+  options.deepspeed = deepspeed;
 
   std::vector<ScenarioResult> results;
   // Reports one result to every reporter; false when a results file cannot be written.

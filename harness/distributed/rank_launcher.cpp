@@ -83,14 +83,6 @@ void end_by_signal(int signal) {
 
 RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arguments,
                         int timeout_seconds, const std::string& work_folder) {
-  install_stop_handlers();
-  const std::string output_path = work_folder + "/mpirun-output.txt";
-  const int output_fd =
-      ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (output_fd < 0) {
-    throw std::runtime_error("cannot create " + output_path + ": " + std::strerror(errno));
-  }
-
   // As root Open MPI refuses to start without --allow-run-as-root; on a 2-core machine 4 ranks
   // need --oversubscribe; shared memory (vader) is all a single machine needs. Its segment
   // files go to the work folder (by default /dev/shm, where a killed rank's segments stayed),
@@ -111,6 +103,17 @@ RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arg
                                         work_folder,
                                         this_executable()};
   arguments.insert(arguments.end(), rank_arguments.begin(), rank_arguments.end());
+  return launch_process_group(arguments, timeout_seconds, work_folder + "/mpirun-output.txt");
+}
+
+RankLaunch launch_process_group(std::vector<std::string> arguments, int timeout_seconds,
+                                const std::string& output_path) {
+  install_stop_handlers();
+  const int output_fd =
+      ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (output_fd < 0) {
+    throw std::runtime_error("cannot create " + output_path + ": " + std::strerror(errno));
+  }
   std::vector<char*> argv;
   for (std::string& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
@@ -133,14 +136,15 @@ RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arg
   ::sigprocmask(SIG_BLOCK, &stops, &previous);
 
   pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, "mpirun", &actions, &attributes, argv.data(), environ);
+  const int spawned =
+      ::posix_spawnp(&pid, argv[0], &actions, &attributes, argv.data(), environ);
   if (spawned == 0) running_group = pid;
   ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attributes);
   ::close(output_fd);
   if (spawned != 0) {
-    throw std::runtime_error(std::string("cannot start mpirun: ") + std::strerror(spawned));
+    throw std::runtime_error("cannot start " + arguments[0] + ": " + std::strerror(spawned));
   }
 
   RankLaunch launch;

@@ -22,6 +22,13 @@ struct RankLaunch {
 RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arguments,
                         int timeout_seconds, const std::string& work_folder);
 
+// The same for any command: `arguments[0]` (looked up on the PATH) in a process group of its own,
+// its output and errors to `output_path` (created, never overwritten), the whole group killed
+// after timeout_seconds or when a stop signal reaches this process. Throws std::runtime_error
+// when it cannot start.
+RankLaunch launch_process_group(std::vector<std::string> arguments, int timeout_seconds,
+                                const std::string& output_path);
+
 // Ends this process as `signal` would have without a handler (exit status 128 + signal).
 [[noreturn]] void end_by_signal(int signal);
 

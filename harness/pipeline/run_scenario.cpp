@@ -27,6 +27,7 @@
 #include "harness/loop/training_loop.h"
 #include "harness/memory/cuda_memory.h"
 #include "harness/memory/host_memory.h"
+#include "harness/pipeline/deepspeed_training.h"
 #include "harness/pipeline/resource_check.h"
 #include "harness/report/results_json.h"
 #include "harness/scenario/load_scenario.h"
@@ -89,7 +90,9 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
                            " rank(s) and this launch (mpirun or srun) started " +
                            std::to_string(options.launcher_world_size));
   }
-  if ((requires_(scenario, Requirement::mpi) || scenario.world_size > 1) && !mpi_available()) {
+  // The DeepSpeed worker's ranks meet through torch's gloo, not Open MPI.
+  if ((requires_(scenario, Requirement::mpi) || scenario.world_size > 1) && !mpi_available() &&
+      !options.deepspeed) {
     return skipped_verdict(
         "skipped: the scenario runs on several ranks and mpirun is not on the PATH");
   }
@@ -264,9 +267,24 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
 }
 
 // Golden, training and judging; every failure becomes a result.
-void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOptions& options,
+void run_training_stage(const Scenario& scenario, const Plan& resolved, const RunOptions& options,
                         ScenarioResult& result) {
-  if (auto reason = unsupported_by_engine(scenario, plan)) {
+  // The real DeepSpeed trains the float32 module the user hands it: a float64 scenario is judged
+  // with float32 tolerances there (the golden stays float64).
+  Plan plan = resolved;
+  if (options.deepspeed) {
+    if (auto reason = unsupported_by_deepspeed_worker(scenario, plan)) {
+      result.verdict = skipped_verdict(*reason);
+      return;
+    }
+    if (plan.dtype == EngineDtype::float64) {
+      plan.dtype = EngineDtype::float32;
+      result.plan = plan;
+      result.warnings.push_back(scenario.file + ":/dtype: float64 is the reference engine's; "
+                                "--engine deepspeed trains the module in float32 and is judged "
+                                "with float32 tolerances");
+    }
+  } else if (auto reason = unsupported_by_engine(scenario, plan)) {
     result.verdict = error_verdict(ErrorSource::scenario, *reason);
     return;
   }
@@ -280,12 +298,13 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
       return;
     }
   }
-  if (plan.batch.world_size > 1 && !launched_by_mpi()) {
+  // The DeepSpeed worker starts its own ranks (one Python process each, gloo).
+  if (plan.batch.world_size > 1 && !launched_by_mpi() && !options.deepspeed) {
     run_on_ranks(scenario, plan, options, result);
     return;
   }
   std::unique_ptr<Communicator> communicator;
-  if (plan.batch.world_size > 1) {
+  if (plan.batch.world_size > 1 && !options.deepspeed) {
     try {
       communicator =
           plan.device == Device::cuda ? make_nccl_communicator() : make_mpi_communicator();
@@ -316,11 +335,21 @@ void run_training_stage(const Scenario& scenario, const Plan& plan, const RunOpt
   stage_start = Clock::now();
   Trace trace;
   try {
-    if (plan.device == Device::cuda) make_cuda_deterministic();
-    LoopOptions loop_options;
-    loop_options.recorded_steps = scenario.golden.steps;
-    loop_options.communicator = communicator.get();
-    trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan, loop_options);
+    if (options.deepspeed) {
+      auto trained = train_on_deepspeed(scenario, golden, *options.deepspeed,
+                                        options.rank_timeout_seconds);
+      if (auto* verdict = std::get_if<Verdict>(&trained)) {
+        result.verdict = std::move(*verdict);
+        return;
+      }
+      trace = std::move(std::get<Trace>(trained));
+    } else {
+      if (plan.device == Device::cuda) make_cuda_deterministic();
+      LoopOptions loop_options;
+      loop_options.recorded_steps = scenario.golden.steps;
+      loop_options.communicator = communicator.get();
+      trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan, loop_options);
+    }
   } catch (const UserModelError& error) {
     result.verdict = error_verdict(ErrorSource::scenario, scenario.file + ":/model/options/file: " +
                                                               error.what());
@@ -432,6 +461,8 @@ ScenarioResult run_loaded_scenario(const Scenario& scenario, const RunOptions& o
   result.warnings = scenario.deepspeed.warnings;
   result.torch_version = torch_version();
   result.deepspeed_version = scenario.deepspeed.release->version;
+  result.engine = options.deepspeed ? engine_description(options.deepspeed->versions)
+                                    : std::string(kReferenceEngine);
 
   if (scenario.measure_only) {
     result.verdict = skipped_verdict("skipped: a performance workload that is only measured "

@@ -6,6 +6,7 @@
 
 #include "harness/report/scenario_result.h"
 #include "harness/scenario/scenario.h"
+#include "harness/worker/deepspeed_worker.h"
 
 namespace trainrepro {
 
@@ -20,6 +21,9 @@ struct RunOptions {
   int launcher_world_size = 1;
   // Runs a scenario the resource check refuses (`run --allow-large`); ranks never re-check.
   bool allow_large = false;
+  // `run --engine deepspeed`: the Python whose DeepSpeed trains instead of the reference engine
+  // (found once, before any scenario); the golden, judges and reporters are the same.
+  std::optional<DeepSpeedPython> deepspeed;
 };
 
 // The load stage alone, as a result when it fails (outcome error, source scenario).

@@ -58,6 +58,7 @@ std::string zero_line(const ZeroJudgement& zero) {
 std::string memory_not_judged(const ScenarioResult& result) {
   if (!result.memory || result.memory->judged) return "";
   const MemoryJudgement& memory = *result.memory;
+  if (memory.boundaries == 0) return ", memory not judged: no samples";
   return ", memory not judged: " + std::to_string(memory.boundaries) + " boundaries, needs " +
          std::to_string(memory.warmup_steps + memory.window);
 }
@@ -82,6 +83,7 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
        << printable(result.file)
        << " (" << format_seconds(result.seconds)
        << (result.deepspeed_version.empty() ? "" : ", DeepSpeed " + result.deepspeed_version)
+       << (result.engine == kReferenceEngine ? "" : ", engine " + result.engine)
        << calibration_cost(result) << memory_not_judged(result) << ")\n";
 
   // Every text below may quote a scenario (a config key, a reference, DeepSpeed's message about

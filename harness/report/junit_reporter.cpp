@@ -200,6 +200,9 @@ std::string junit_xml(const std::vector<ScenarioResult>& results, const RunProve
       if (!result->deepspeed_version.empty()) {
         write_property(xml, name + ".deepspeed_version", result->deepspeed_version);
       }
+      if (result->engine != kReferenceEngine) {
+        write_property(xml, name + ".engine", result->engine);
+      }
       if (!result->verdict.diagnosis.empty()) {
         write_property(xml, name + ".diagnosis", result->verdict.diagnosis);
       }

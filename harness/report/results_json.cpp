@@ -296,6 +296,7 @@ nlohmann::json result_to_json(const ScenarioResult& result, const RunProvenance&
       {"trainrepro_version", TRAINREPRO_VERSION},
       {"torch_version", result.torch_version},
       {"deepspeed_version", result.deepspeed_version},
+      {"engine", result.engine},
       {"scenario",
        {{"name", result.name},
         {"file", result.file},

@@ -440,6 +440,8 @@ ScenarioResult result_from_json(const nlohmann::json& value, const std::string& 
   ScenarioResult result;
   result.torch_version = json.text("torch_version");
   result.deepspeed_version = json.text("deepspeed_version");
+  // Absent in results written before `run --engine` existed: the reference engine trained them.
+  result.engine = json.has("engine") ? json.text("engine") : std::string(kReferenceEngine);
   const ResultsObject scenario = json.object("scenario");
   result.name = scenario.text("name");
   result.file = scenario.text("file");

@@ -15,6 +15,8 @@
 
 namespace trainrepro {
 
+inline constexpr const char* kReferenceEngine = "reference";
+
 struct ScenarioResult {
   std::string file;
   std::string name;  // empty when the file did not load
@@ -31,6 +33,9 @@ struct ScenarioResult {
   std::vector<MemorySnapshot> memory_snapshots;  // written next to the results when a leak is found
   std::string torch_version;      // of the LibTorch that ran it
   std::string deepspeed_version;  // the DeepSpeed release whose semantics judged it
+  // What trained it: kReferenceEngine, or the real DeepSpeed as
+  // "deepspeed 0.19.8 (torch 2.11.0, python 3.11.7)" (`run --engine deepspeed`).
+  std::string engine = kReferenceEngine;
   double seconds = 0.0;           // everything, loading included
   double golden_seconds = 0.0;
   double training_seconds = 0.0;

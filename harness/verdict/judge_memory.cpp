@@ -125,6 +125,10 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   judgement.evaluation_peak_bytes = trace.evaluation_peak_bytes;
   judgement.evaluation_peak_bytes_no_grad = trace.evaluation_peak_bytes_no_grad;
   judgement.capacity_bytes = cuda ? cuda_device_capacity_bytes() : physical_ram_bytes();
+  if (!trace.memory_not_measured.empty()) {
+    judgement.not_judged_reason = "memory not judged: " + trace.memory_not_measured;
+    return judgement;
+  }
 
   std::vector<double> tensor, host, reserved;
   int64_t last_step = 0, last_used = 0, last_host_resident = 0;

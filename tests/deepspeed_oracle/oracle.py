@@ -40,7 +40,6 @@ import pathlib
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -50,7 +49,8 @@ import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(HERE))
+WORKER = ROOT / "python" / "trainrepro_worker"  # zoo and loop, shared with the engine and export
+sys.path.insert(0, str(WORKER))
 import zoo  # noqa: E402
 
 FLOAT32_TOLERANCE = (1.3e-6, 1e-5)  # torch.testing.assert_close's, as trainrepro's float32 default
@@ -121,21 +121,9 @@ def scenarios_in_scope():
 
 
 # --- running things --------------------------------------------------------------------------
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def remove_shared_memory_buffers(port):
-    """DeepSpeed's CPU accelerator all-reduces through /dev/shm files named after the master
-    address and port (deepspeed_allreduce_buffer_<n>_127.0.0.1_<port>_<k>, 67 MB each) and never
-    removes them: a full oracle run left 20 GB there, which is RAM, until the machine stalled."""
-    for path in pathlib.Path("/dev/shm").glob(f"deepspeed_allreduce_buffer_*_127.0.0.1_{port}_*"):
-        try:
-            path.unlink()
-        except OSError:
-            pass
+# The port and the /dev/shm clean-up of DeepSpeed's CPU all-reduce buffers, as the engine worker
+# (`run --engine deepspeed`) does them.
+from deepspeed_engine_worker import free_port, remove_shared_memory_buffers  # noqa: E402
 
 
 def run_deepspeed(job, world_size, workdir, timeout, worker=None):
@@ -151,7 +139,7 @@ def run_deepspeed(job, world_size, workdir, timeout, worker=None):
                    LOCAL_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         log = open(workdir / f"rank{rank}.log", "w")
         logs.append(log)
-        program = worker or [str(HERE / "ds_worker.py")]
+        program = worker or [str(WORKER / "ds_worker.py")]
         processes.append(subprocess.Popen([sys.executable, *program, str(job_file)],
                                           env=env, stdout=log, stderr=subprocess.STDOUT,
                                           start_new_session=True))

@@ -1,4 +1,5 @@
-"""One rank of a scenario run through the real DeepSpeed engine (started by oracle.py).
+"""One rank of a scenario run through the real DeepSpeed engine (started by the oracle's oracle.py,
+and by `trainrepro run --engine deepspeed` through deepspeed_engine_worker.py).
 
 Usage: ds_worker.py JOB.json   with RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT set.
 
@@ -128,6 +129,7 @@ def run(job, rank, world_size, record):
     record["parameter_names"] = names
     record["steps"] = []
     record["micro_step_losses"] = []
+    record["micro_step_items"] = []
     pending = {"gradients": None}
     backwards = [0]
     # ZeRO stages 1-3 keep each rank's reduced gradients and its fp32 weights in partitions, and
@@ -164,6 +166,11 @@ def run(job, rank, world_size, record):
                                 torch.zeros_like(p) for p, g in
                                 ((p, full_gradient(p)) for p in parameters)]
         pending["micro_step"] = backwards[0]
+        # What the update will use: the rate now (a scheduler steps after it), the loss scale
+        # the window's gradients carry (1 without fp16), the skips so far.
+        pending["lr"] = float(inner_optimizer(optimizer).param_groups[0]["lr"])
+        pending["loss_scale"] = float(getattr(engine.optimizer, "cur_scale", 1.0) or 1.0)
+        pending["skipped_before"] = int(getattr(engine, "skipped_steps", 0))
 
     def record_step():
         if pending["gradients"] is None:
@@ -176,6 +183,9 @@ def run(job, rank, world_size, record):
             "gradient_norm": norm,
             "gradients": gradients,
             "parameters": model_weights(),
+            "lr": pending["lr"],
+            "loss_scale": pending["loss_scale"],
+            "skipped": int(getattr(engine, "skipped_steps", 0)) > pending["skipped_before"],
         })
         pending["gradients"] = None
 
@@ -242,6 +252,7 @@ def run(job, rank, world_size, record):
             engine.backward(loss)
         backwards[0] += 1
         record["micro_step_losses"].append(float(loss_sum.detach()) / batch.items)
+        record["micro_step_items"].append(int(batch.items))
 
         window_ends = (m + 1) % gas == 0
         if stepping == "every_micro_step":
@@ -284,6 +295,7 @@ def run(job, rank, world_size, record):
         m += 1
     record["engine"]["global_steps"] = engine.global_steps
     record["engine"]["micro_steps"] = engine.micro_steps
+    record["engine"]["skipped_steps"] = int(getattr(engine, "skipped_steps", 0))
 
 
 def main():

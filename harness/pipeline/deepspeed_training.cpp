@@ -1,0 +1,127 @@
+#include "harness/pipeline/deepspeed_training.h"
+
+#include <filesystem>
+
+#include "harness/scenario/json_document.h"
+
+namespace trainrepro {
+namespace {
+
+bool judged_from_memory(const Expectation& expect) {
+  if (!expect.diagnosis) return false;
+  switch (*expect.diagnosis) {
+    case DiagnosisKind::tensor_memory_leak:
+    case DiagnosisKind::host_memory_leak:
+    case DiagnosisKind::memory_over_budget:
+    case DiagnosisKind::gathered_parameters_kept:
+    case DiagnosisKind::model_states_differ_from_zero:
+    case DiagnosisKind::traffic_differs_from_zero:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The last lines of a Python traceback: where it raised, without the frames above.
+std::string traceback_tail(const std::string& traceback, int lines) {
+  size_t at = traceback.size();
+  while (at > 0 && (traceback[at - 1] == '\n')) --at;
+  for (int seen = 0; at > 0; --at) {
+    if (traceback[at - 1] == '\n' && ++seen == lines) break;
+  }
+  return traceback.substr(at);
+}
+
+Verdict worker_verdict(Outcome outcome, ErrorSource source, std::string found) {
+  Verdict verdict;
+  verdict.outcome = outcome;
+  verdict.error_source = source;
+  verdict.found = std::move(found);
+  return verdict;
+}
+
+}  // namespace
+
+std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scenario,
+                                                           const Plan& plan) {
+  const std::string not_yet = "skipped: not yet on --engine deepspeed: ";
+  if (plan.device == Device::cuda) {
+    return not_yet + "CUDA (the worker trains on the CPU in this slice; run with --device cpu)";
+  }
+  if (std::holds_alternative<TorchScriptOptions>(scenario.model.options)) {
+    return not_yet + "TorchScript user models (torch.jit.load in the worker)";
+  }
+  if (!scenario.model.frozen.empty()) {
+    return not_yet + "frozen parameters (model.frozen)";
+  }
+  if (plan.optimizer.kind == OptimizerKind::lamb) {
+    return std::string("skipped: --engine deepspeed: DeepSpeed's FusedLamb has no CPU kernel");
+  }
+  if (judged_from_memory(scenario.expect) || scenario.loop.keep != KeepHabit::nothing) {
+    return not_yet +
+           "memory is not measured on the real engine in this slice, and this "
+           "scenario is judged from memory (its expectation or /loop/keep)";
+  }
+  if (scenario.loop.clip_grad_norm > 0.0) {
+    return not_yet + "the loop's own clip_grad_norm (/loop/clip_grad_norm)";
+  }
+  return std::nullopt;
+}
+
+nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
+  const nlohmann::json written = read_json_file(scenario.file);
+  nlohmann::json job = {{"deepspeed", scenario.deepspeed.verbatim},
+                        {"loop", written.value("loop", nlohmann::json::object())},
+                        {"steps", scenario.golden.steps},
+                        {"world_size", scenario.world_size},
+                        {"parameter_groups", written.value("parameter_groups", nlohmann::json())},
+                        {"client_optimizer", written.value("client_optimizer", nlohmann::json())},
+                        {"model", golden.key.at("model")},
+                        {"data", golden.key.at("data")},
+                        {"golden",
+                         {{"file", std::filesystem::absolute(golden.file).string()},
+                          {"parameters", golden.parameter_names}}}};
+  return job;
+}
+
+std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const Golden& golden,
+                                                const DeepSpeedPython& python,
+                                                int timeout_seconds) {
+  WorkerTrace worker;
+  try {
+    worker = run_deepspeed_worker(python, deepspeed_job(scenario, golden), timeout_seconds,
+                                  golden.parameter_names, golden.initial_parameters);
+  } catch (const WorkerTraceError& error) {
+    return worker_verdict(Outcome::error, ErrorSource::infrastructure,
+                          scenario.file + ": --engine deepspeed: " + error.what());
+  }
+  switch (worker.status) {
+    case WorkerStatus::skipped:
+      return worker_verdict(Outcome::skipped, ErrorSource::none, "skipped: " + worker.reason);
+    case WorkerStatus::refused:
+      return worker_verdict(Outcome::failed, ErrorSource::none,
+                            scenario.file + ": DeepSpeed " + worker.versions.deepspeed +
+                                " refused the config in deepspeed.initialize, where DeepSpeed " +
+                                scenario.deepspeed.release->version +
+                                "'s rules accept it: " + worker.reason);
+    case WorkerStatus::error:
+    case WorkerStatus::invalid:
+      return worker_verdict(Outcome::error, ErrorSource::infrastructure,
+                            scenario.file + ": the DeepSpeed worker raised: " + worker.reason +
+                                "\n" + traceback_tail(worker.traceback, 6));
+    case WorkerStatus::trained:
+      break;
+  }
+  Trace trace = std::move(worker.trace);
+  // The worker built the model from the golden's initial weights (and checked its samples
+  // against the golden's), so the run starts where the golden does.
+  trace.initial_parameters = golden.initial_parameters;
+  trace.frozen_parameter_names = golden.frozen_parameter_names;
+  trace.frozen_parameters = golden.frozen_parameters;
+  trace.memory_not_measured =
+      "the deepspeed engine does not measure memory yet (this slice judges gradients, "
+      "parameters and DeepSpeed's counters)";
+  return trace;
+}
+
+}  // namespace trainrepro

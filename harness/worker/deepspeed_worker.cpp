@@ -1,0 +1,168 @@
+#include "harness/worker/deepspeed_worker.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/distributed/rank_launcher.h"
+#include "harness/distributed/rank_work_folder.h"
+#include "harness/files/atomic_write.h"
+#include "harness/worker/worker_sources.h"
+
+namespace trainrepro {
+namespace {
+
+constexpr int kProbeTimeoutSeconds = 300;  // a first `import deepspeed` may build its op cache
+constexpr const char* kVersionsMarker = "TRAINREPRO-VERSIONS ";
+constexpr const char* kWorkerMain = "deepspeed_engine_worker.py";
+
+// Prints the marker and the versions as JSON, or what is missing and exits 3. torch first:
+// deepspeed cannot be imported without it, and saying "deepspeed is missing" would mislead.
+constexpr const char* kProbeProgram = R"py(import json, platform, sys
+try:
+    import torch
+except Exception as error:
+    print(f"missing: torch ({type(error).__name__}: {error})")
+    sys.exit(3)
+try:
+    import deepspeed
+except Exception as error:
+    print(f"missing: deepspeed ({type(error).__name__}: {error})")
+    sys.exit(3)
+print("TRAINREPRO-VERSIONS " + json.dumps({"deepspeed": deepspeed.__version__,
+      "torch": torch.__version__.split("+")[0], "python": platform.python_version()}))
+)py";
+
+// Removes the folder whatever happens between; a stop signal ends the process afterwards.
+class PrivateFolder {
+ public:
+  PrivateFolder() : path_(create_rank_work_folder()) {}
+  ~PrivateFolder() { remove(); }
+  void remove() {
+    std::error_code ignored;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
+    path_.clear();
+  }
+  PrivateFolder(const PrivateFolder&) = delete;
+  PrivateFolder& operator=(const PrivateFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void end_if_stopped(const RankLaunch& launch, PrivateFolder& folder) {
+  if (launch.stopped_by_signal == 0) return;
+  folder.remove();  // end_by_signal does not return: clean up first
+  end_by_signal(launch.stopped_by_signal);
+}
+
+std::string last_line_with(const std::string& output, const std::string& marker) {
+  const size_t at = output.rfind(marker);
+  if (at == std::string::npos) return "";
+  const size_t end = output.find('\n', at);
+  return output.substr(at + marker.size(),
+                       end == std::string::npos ? std::string::npos : end - at - marker.size());
+}
+
+// DeepSpeed's CPU all-reduce buffers (/dev/shm/deepspeed_allreduce_buffer_<n>_127.0.0.1_<port>_<k>,
+// 67 MB each, RAM) outlive every process that used them; the worker wrote its port.
+void remove_shared_memory_buffers(const std::string& port_file) {
+  std::ifstream in(port_file);
+  std::string port;
+  if (!(in >> port) || port.find_first_not_of("0123456789") != std::string::npos) return;
+  const std::string marker = "_127.0.0.1_" + port + "_";
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("deepspeed_allreduce_buffer_", 0) == 0 &&
+        name.find(marker) != std::string::npos) {
+      std::filesystem::remove(entry.path(), error);
+    }
+  }
+}
+
+}  // namespace
+
+std::string deepspeed_python_program() {
+  const char* given = std::getenv("TRAINREPRO_DEEPSPEED_PYTHON");
+  return given != nullptr && *given != '\0' ? given : "python3";
+}
+
+DeepSpeedPython find_deepspeed_python() {
+  ::setenv("DS_ACCELERATOR", "cpu", /*overwrite=*/0);  // this slice trains on the CPU
+  DeepSpeedPython python;
+  python.program = deepspeed_python_program();
+  const std::string named =
+      python.program + (std::getenv("TRAINREPRO_DEEPSPEED_PYTHON") != nullptr &&
+                                *std::getenv("TRAINREPRO_DEEPSPEED_PYTHON") != '\0'
+                            ? " (TRAINREPRO_DEEPSPEED_PYTHON)"
+                            : " (python3 on the PATH; set TRAINREPRO_DEEPSPEED_PYTHON to choose "
+                              "another)");
+  PrivateFolder folder;
+  RankLaunch launch;
+  try {
+    launch = launch_process_group({python.program, "-c", kProbeProgram}, kProbeTimeoutSeconds,
+                                  folder.path() + "/probe-output.txt");
+  } catch (const std::runtime_error& error) {
+    throw DeepSpeedPythonError("--engine deepspeed: cannot run " + named + ": " + error.what());
+  }
+  end_if_stopped(launch, folder);
+  const std::string versions_text = last_line_with(launch.output, kVersionsMarker);
+  if (launch.exit_code != 0 || versions_text.empty()) {
+    const std::string missing = last_line_with(launch.output, "missing: ");
+    if (!missing.empty()) {
+      throw DeepSpeedPythonError("--engine deepspeed: " + named + " has no " + missing +
+                                 "; install deepspeed into that Python, or name one that has it");
+    }
+    throw DeepSpeedPythonError(
+        "--engine deepspeed: " + named +
+        (launch.timed_out ? " did not answer within " + std::to_string(kProbeTimeoutSeconds) + " s"
+                          : " failed (exit code " + std::to_string(launch.exit_code) + ")") +
+        " when asked for torch and deepspeed; its output:\n" + launch.output);
+  }
+  const nlohmann::json versions = nlohmann::json::parse(versions_text, nullptr, false);
+  if (!versions.is_object()) {
+    throw DeepSpeedPythonError("--engine deepspeed: " + named + " answered " + versions_text);
+  }
+  python.versions = {versions.value("deepspeed", ""), versions.value("torch", ""),
+                     versions.value("python", "")};
+  return python;
+}
+
+WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json job,
+                                 int timeout_seconds,
+                                 const std::vector<std::string>& parameter_names,
+                                 const std::vector<at::Tensor>& initial_parameters) {
+  PrivateFolder folder;
+  for (const EmbeddedFile& source : worker_source_table()) {
+    write_file_atomically(
+        std::filesystem::path(folder.path()) / source.name,
+        std::string_view(reinterpret_cast<const char*>(source.bytes), source.size));
+  }
+  const std::string prefix = folder.path() + "/trace";
+  job["trace"] = prefix;
+  const std::string job_path = folder.path() + "/job.json";
+  write_file_atomically(job_path, job.dump());
+  const RankLaunch launch =
+      launch_process_group({python.program, folder.path() + "/" + kWorkerMain, job_path},
+                           timeout_seconds, folder.path() + "/worker-output.txt");
+  remove_shared_memory_buffers(prefix + ".port");
+  end_if_stopped(launch, folder);
+  if (launch.timed_out) {
+    throw WorkerTraceError("the DeepSpeed worker did not finish within " +
+                           std::to_string(timeout_seconds) +
+                           " s (--rank-timeout) and was "
+                           "killed; its output:\n" +
+                           launch.output);
+  }
+  try {
+    return read_worker_trace(prefix, parameter_names, initial_parameters);
+  } catch (const WorkerTraceError& error) {
+    throw WorkerTraceError(std::string(error.what()) + " (worker exit code " +
+                           std::to_string(launch.exit_code) + "); its output:\n" + launch.output);
+  }
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,190 @@
+"""`trainrepro run --engine deepspeed`: one rank of a scenario trained by the real DeepSpeed,
+written out as the trace trainrepro's reference engine produces (harness/loop/trace.h).
+
+Usage: deepspeed_engine_worker.py JOB.json
+  Started once (by trainrepro, without TRAINREPRO_WORKER_RANKS_STARTED): chooses the master port, writes it to PREFIX.port (trainrepro
+  removes DeepSpeed's /dev/shm buffers named after it, however the run ends), and with
+  JOB["world_size"] > 1 starts one process per rank (gloo), each running this file with RANK set;
+  rank 0's trace is the run's, unless a rank failed. JOB holds the scenario's DeepSpeed config (verbatim), loop, steps, parameter groups and client
+  optimizer, the golden's key (model, data), its file and trainable parameter names, and "trace":
+  the path prefix of what this writes: PREFIX.safetensors (per optimizer step, the gradients
+  before clipping as "step<i>/grad/<name>" and the parameters after it as "step<i>/param/<name>"),
+  then PREFIX.json (written last, renamed into place: its presence means the tensors are whole).
+  The loop itself is ds_worker.run, the one the DeepSpeed oracle runs.
+Exit status: 0 when PREFIX.json was written (whatever it says), 3 otherwise.
+"""
+import glob
+import json
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+import traceback
+
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+TRACE_FORMAT = "trainrepro-deepspeed-trace"
+TRACE_FORMAT_VERSION = 1
+# What DeepSpeed says when this machine cannot run a precision (fp16 on a CPU).
+REFUSED_ON_THIS_DEVICE = "is not supported on your device"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_json_atomically(path, value):
+    with open(path + ".partial", "w") as out:
+        json.dump(value, out)
+    os.replace(path + ".partial", path)
+
+
+def check_samples(job, torch, zoo):
+    """The zoo's generator must give the golden's stored samples: otherwise DeepSpeed would train
+    on other data than the reference engine and the golden."""
+    from safetensors.torch import load_file
+    tensors = load_file(job["golden"]["file"])
+    count = tensors["data/inputs"].shape[0]
+    batch = zoo.SampleSource(job["data"]).samples(0, count, torch.float64)
+    for what, ours in (("inputs", batch.inputs), ("targets", batch.targets), ("mask", batch.mask)):
+        theirs = tensors.get(f"data/{what}")
+        if theirs is None:
+            continue
+        same = ours is not None and ours.shape == theirs.shape and ours.dtype == theirs.dtype and (
+            float((ours - theirs).abs().max()) <= 1e-12 if ours.is_floating_point()
+            else torch.equal(ours, theirs))
+        if not same:
+            raise RuntimeError(f"the worker's data generator (zoo.py) differs from the golden's "
+                               f"data/{what}: {job['golden']['file']}")
+
+
+def versions(torch):
+    import deepspeed
+    return {"deepspeed": deepspeed.__version__, "torch": torch.__version__.split("+")[0],
+            "python": platform.python_version()}
+
+
+def trace_of(record, names):
+    """The record ds_worker.run filled, as the trace's JSON and tensors."""
+    tensors = {}
+    steps = []
+    for i, step in enumerate(record["steps"]):
+        for name, gradient, parameter in zip(names, step["gradients"], step["parameters"]):
+            tensors[f"step{i}/grad/{name}"] = gradient.detach().contiguous().cpu()
+            tensors[f"step{i}/param/{name}"] = parameter.detach().contiguous().cpu()
+        steps.append({key: step[key] for key in ("micro_step", "through_engine", "gradient_norm",
+                                                 "lr", "loss_scale", "skipped")})
+    engine = record["engine"]
+    trace = {
+        "parameter_names": names,
+        "micro_steps": [{"loss": loss, "items": items} for loss, items in
+                        zip(record["micro_step_losses"], record["micro_step_items"])],
+        "steps": steps,
+        "counters": {"micro_steps": engine["micro_steps"], "global_steps": engine["global_steps"],
+                     "skipped_steps": engine["skipped_steps"]},
+        "resolved": {key: engine[key] for key in (
+            "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+            "world_size", "gradient_clipping", "zero_stage")},
+    }
+    return trace, tensors
+
+
+def remove_shared_memory_buffers(port):
+    """DeepSpeed's CPU accelerator all-reduces through /dev/shm files named after the master
+    address and port (67 MB each, even on one rank) and never removes them."""
+    for path in glob.glob(f"/dev/shm/deepspeed_allreduce_buffer_*_127.0.0.1_{port}_*"):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def start_ranks(job_path, prefix, world_size):
+    """One process per rank, each writing PREFIX.rank<r>.json; rank 0's files become the run's,
+    or the first failed rank's status when one failed."""
+    port = free_port()
+    with open(prefix + ".port", "w") as out:
+        out.write(str(port))
+    processes = []
+    for rank in range(world_size):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
+                   LOCAL_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                   TRAINREPRO_WORKER_RANKS_STARTED="1")
+        processes.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), job_path],
+                                          env=env))
+    codes = [process.wait() for process in processes]
+    remove_shared_memory_buffers(port)
+    chosen = None
+    for rank in range(world_size):
+        path = f"{prefix}.rank{rank}.json"
+        if not os.path.exists(path):
+            continue  # trainrepro says the trace is missing, with this process's output
+        status = json.load(open(path)).get("status")
+        if rank == 0 and chosen is None:
+            chosen = path
+        if status == "error":
+            chosen = path
+            break
+    if chosen is None:
+        print(f"no rank wrote a trace (exit codes {codes})", file=sys.stderr)
+        return 3
+    if os.path.exists(f"{prefix}.rank0.safetensors"):
+        os.replace(f"{prefix}.rank0.safetensors", prefix + ".safetensors")
+    os.replace(chosen, prefix + ".json")
+    return 0
+
+
+def main():
+    job = json.load(open(sys.argv[1]))
+    prefix = job["trace"]
+    if os.environ.get("TRAINREPRO_WORKER_RANKS_STARTED") != "1":
+        return start_ranks(sys.argv[1], prefix, int(job.get("world_size", 1)))
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    prefix = f"{prefix}.rank{rank}"
+    out = {"format": TRACE_FORMAT, "format_version": TRACE_FORMAT_VERSION, "rank": rank}
+    started = time.time()
+    try:
+        import torch
+        import ds_worker
+        import zoo
+        torch.set_num_threads(1)
+        torch.set_default_dtype(torch.float32)
+        out["versions"] = versions(torch)
+        check_samples(job, torch, zoo)
+        record = {"rank": rank, "world_size": world_size, "error": None}
+        ds_worker.run(job, rank, world_size, record)
+        refusal = record.get("initialize_error")
+        if refusal:
+            message = f"{refusal['type']}: {refusal['message']}"
+            if REFUSED_ON_THIS_DEVICE in refusal["message"]:
+                out.update(status="skipped", reason="DeepSpeed refuses this configuration on "
+                           f"this machine: {message}")
+            else:
+                out.update(status="refused", reason=message)
+        else:
+            trace, tensors = trace_of(record, job["golden"]["parameters"])
+            if rank == 0:  # the ranks' gradients and parameters agree after the all-reduce
+                from safetensors.torch import save_file
+                save_file(tensors, prefix + ".safetensors")
+            out.update(status="trained", **trace)
+    except Exception as exception:  # noqa: BLE001 - every failure is reported, with its trace
+        out.update(status="error", reason=f"{type(exception).__name__}: {exception}",
+                   traceback=traceback.format_exc()[-4000:])
+    out["seconds"] = time.time() - started
+    write_json_atomically(prefix + ".json", out)
+    try:
+        import deepspeed.comm as dist
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:  # noqa: BLE001 - the trace is written; nothing else matters now
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

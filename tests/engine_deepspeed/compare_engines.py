@@ -1,0 +1,102 @@
+"""`trainrepro run --engine deepspeed` gives the reference engine's verdicts (issue 34, first slice).
+
+Usage: compare_engines.py TRAINREPRO SCENARIO_OR_FOLDER...
+Runs the scenarios on both engines (`--results` into a temporary folder) and compares each
+scenario's outcome. A scenario the DeepSpeed engine skips (with its reason) is listed, not
+compared; every other must have the reference engine's outcome. Exit 0 all agree, 1 a
+disagreement, 3 a run failed to produce results, 77 no Python with torch and deepspeed (CTest
+SKIP): TRAINREPRO_DEEPSPEED_PYTHON, else tests/deepspeed_oracle/deepspeed_python when the oracle's
+DeepSpeed is installed, else python3.
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SKIP = 77
+
+
+def deepspeed_python():
+    given = os.environ.get("TRAINREPRO_DEEPSPEED_PYTHON")
+    if given:
+        return given
+    cache = pathlib.Path(os.environ.get("TRAINREPRO_CACHE") or pathlib.Path(
+        os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "trainrepro")
+    if (cache / "deepspeed-0.19.8" / ".trainrepro-complete").exists():
+        return str(ROOT / "tests" / "deepspeed_oracle" / "deepspeed_python")
+    return "python3"
+
+
+def run(trainrepro, paths, results, extra, env):
+    started = time.time()
+    completed = subprocess.run([trainrepro, "run", *paths, "--results", str(results), *extra],
+                               cwd=ROOT, capture_output=True, text=True, env=env, timeout=3000)
+    seconds = time.time() - started
+    outcomes = {}
+    for path in sorted(results.glob("*.json")):
+        result = json.loads(path.read_text())
+        outcomes[result["scenario"]["name"]] = result
+    return completed, outcomes, seconds
+
+
+def main():
+    trainrepro, paths = sys.argv[1], sys.argv[2:]
+    python = deepspeed_python()
+    env = dict(os.environ, TRAINREPRO_DEEPSPEED_PYTHON=python)
+    probe = subprocess.run([python, "-c", "import torch, deepspeed"], capture_output=True,
+                           text=True, env=env)
+    if probe.returncode != 0:
+        print(f"SKIP: {python} cannot import torch and deepspeed "
+              f"(install with tests/deepspeed_oracle/install_deepspeed.sh, or set "
+              f"TRAINREPRO_DEEPSPEED_PYTHON): {probe.stderr.strip().splitlines()[-1:]}")
+        return SKIP
+    with tempfile.TemporaryDirectory(prefix="trainrepro-engines-") as folder:
+        folder = pathlib.Path(folder)
+        reference_run, reference, reference_seconds = run(
+            trainrepro, paths, folder / "reference", [], env)
+        deepspeed_run, deepspeed, deepspeed_seconds = run(
+            trainrepro, paths, folder / "deepspeed", ["--engine", "deepspeed"], env)
+    if not reference or not deepspeed:
+        print(f"no results: reference exit {reference_run.returncode}, deepspeed exit "
+              f"{deepspeed_run.returncode}\n{deepspeed_run.stdout[-3000:]}{deepspeed_run.stderr[-3000:]}")
+        return 3
+    agree, disagree, skipped = [], [], []
+    for name, ours in sorted(reference.items()):
+        theirs = deepspeed.get(name)
+        if theirs is None:
+            disagree.append(f"{name}: no result from --engine deepspeed")
+            continue
+        if theirs["outcome"] == "skipped" and ours["outcome"] != "skipped":
+            skipped.append(f"{name}: {theirs.get('found', '')}")
+            continue
+        line = f"{name}: reference {ours['outcome']}, deepspeed {theirs['outcome']}"
+        if not theirs.get("engine", "").startswith("deepspeed "):
+            disagree.append(f"{line}: the result names the engine {theirs.get('engine')!r}")
+        elif theirs["outcome"] == ours["outcome"]:
+            agree.append(line)
+        else:
+            disagree.append(f"{line}: {theirs.get('found', '')[:600]}")
+    engines = {result.get("engine") for result in deepspeed.values()}
+    reference_engines = {result.get("engine") for result in reference.values()}
+    for line in agree:
+        print("AGREE     " + line)
+    for line in skipped:
+        print("SKIPPED   " + line)
+    for line in disagree:
+        print("DISAGREE  " + line)
+    print(f"{len(agree)} agree, {len(disagree)} disagree, {len(skipped)} skipped on the deepspeed "
+          f"engine ({', '.join(sorted(e for e in engines if e))}); reference {reference_seconds:.1f} s, "
+          f"deepspeed {deepspeed_seconds:.1f} s")
+    if reference_engines != {"reference"}:
+        print(f"the reference run names the engines {sorted(map(str, reference_engines))}")
+        return 1
+    return 1 if disagree or not agree else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+// `run --engine deepspeed` before any Python runs: what this slice of the worker skips (with the
+// reason), and the job it is handed (the scenario as written, the golden's model, data and file).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "harness/pipeline/deepspeed_training.h"
+#include "harness/scenario/load_scenario.h"
+#include "tests/unit/scenario_file_fixture.h"
+
+namespace trainrepro {
+namespace {
+
+class DeepSpeedTraining : public ScenarioFileTest {
+ protected:
+  Scenario load(const nlohmann::json& scenario) {
+    return load_scenario(write("scenario.json", scenario.dump()));
+  }
+  static Plan plan_of(const Scenario& scenario) {
+    return std::get<Plan>(resolve_plan(scenario, Device::cpu));
+  }
+};
+
+TEST_F(DeepSpeedTraining, PlainScenarioIsExpressible) {
+  const Scenario scenario = load(valid_scenario());
+  EXPECT_EQ(unsupported_by_deepspeed_worker(scenario, plan_of(scenario)), std::nullopt);
+}
+
+TEST_F(DeepSpeedTraining, LambIsSkippedForWantOfACpuKernel) {
+  nlohmann::json written = valid_scenario();
+  written["deepspeed"]["optimizer"] = {{"type", "Lamb"}, {"params", {{"lr", 0.001}}}};
+  const Scenario scenario = load(written);
+  const auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("FusedLamb has no CPU kernel"), std::string::npos) << *reason;
+}
+
+TEST_F(DeepSpeedTraining, MemoryExpectationIsSkippedUntilMemoryIsMeasured) {
+  nlohmann::json written = valid_scenario();
+  written["loop"] = {{"keep", "loss_with_graph"}};
+  const Scenario scenario = load(written);
+  const auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("memory is not measured on the real engine"), std::string::npos)
+      << *reason;
+}
+
+TEST_F(DeepSpeedTraining, JobCarriesTheScenarioAsWrittenAndTheGoldensFiles) {
+  nlohmann::json written = valid_scenario();
+  written["loop"] = {{"zero_grad", "every_micro_step"}};
+  const Scenario scenario = load(written);
+  Golden golden;
+  golden.file = "golden/some.safetensors";
+  golden.key = {{"model", {{"name", "mlp"}}}, {"data", {{"name", "classification"}}}};
+  golden.parameter_names = {"layers.0.weight", "layers.0.bias"};
+  const nlohmann::json job = deepspeed_job(scenario, golden);
+  EXPECT_EQ(job.at("deepspeed"), written.at("deepspeed"));
+  EXPECT_EQ(job.at("loop"), written.at("loop"));
+  EXPECT_EQ(job.at("steps"), scenario.golden.steps);
+  EXPECT_EQ(job.at("world_size"), 1);
+  EXPECT_EQ(job.at("model"), golden.key.at("model"));
+  EXPECT_TRUE(job.at("parameter_groups").is_null());
+  EXPECT_EQ(job.at("golden").at("parameters"), nlohmann::json(golden.parameter_names));
+  EXPECT_TRUE(std::filesystem::path(job.at("golden").at("file").get<std::string>()).is_absolute());
+}
+
+}  // namespace
+}  // namespace trainrepro
