@@ -67,7 +67,7 @@ def published_releases(index_url):
 
 
 def nearest(version, releases, count=4):
-    """The releases around `version`: up to count/2 below it and the rest above."""
+    """The releases (a list) around `version`: up to count/2 below it and the rest above."""
     ordered = sorted(releases, key=version_key)
     below = [v for v in ordered if version_key(v) < version_key(version)]
     above = [v for v in ordered if version_key(v) > version_key(version)]
@@ -166,11 +166,11 @@ def main():
             fail(3, f"deepspeed=={version} is not installed in {home} and TRAINREPRO_OFFLINE=1 "
                     "forbids installing it")
         releases = published_releases(os.environ.get("TRAINREPRO_PYPI_JSON") or DEFAULT_INDEX)
+        usable = [v for v, yanked in releases.items() if not yanked]
         if version not in releases:
             fail(2, f"PyPI has no deepspeed {version}; the nearest releases: "
-                    f"{', '.join(nearest(version, releases))}")
+                    f"{', '.join(nearest(version, usable))}")
         if releases[version]:
-            usable = {v: y for v, y in releases.items() if not y}
             fail(2, f"deepspeed {version} was yanked from PyPI; the nearest releases: "
                     f"{', '.join(nearest(version, usable))}")
         install(version, home)
