@@ -21,19 +21,19 @@ int run_config_resolve(const ConfigResolveArgs& args);
 struct NewScenarioArgs {
   std::string ds_config;
   std::string output;
-  std::string name;               // empty: from the output file's name
-  std::string model_file;         // a TorchScript file; empty: a built-in model
-  std::string data_file;          // a safetensors file of samples; empty: generated data
-  std::string hf_trainer;         // a JSON file of TrainingArguments fields; empty: none
-  std::string deepspeed_version;  // empty: the scenario format's default
+  std::string name;                 // empty: from the output file's name
+  std::string model_file;           // a TorchScript file; empty: a built-in model
+  std::string data_file;            // a safetensors file of samples; empty: generated data
+  std::string hf_trainer;           // a JSON file of TrainingArguments fields; empty: none
+  std::string deepspeed_version;    // empty: the scenario format's default
   std::vector<std::string> habits;  // "KEY=VALUE" loop keys
-  std::string client_optimizer;  // compact spelling or a .json file (new_optimizer_options.h)
-  std::string param_groups;      // compact spelling or a .json file; empty: none
+  std::string client_optimizer;     // compact spelling or a .json file (new_optimizer_options.h)
+  std::string param_groups;         // compact spelling or a .json file; empty: none
   int64_t world_size = 1;
   std::optional<int64_t> intended_batch;  // empty: the batch the config trains with
   int64_t steps = 4;
-  bool force = false;         // replace an existing output file
-  bool write_golden = true;   // compute the golden once the scenario is written
+  bool force = false;        // replace an existing output file
+  bool write_golden = true;  // compute the golden once the scenario is written
   std::string golden_dir = "golden";
 };
 int run_new_scenario(const NewScenarioArgs& args);
@@ -53,12 +53,22 @@ struct RunArgs {
   std::string filter;       // ECMAScript regex on scenario name or file; empty: all
   std::optional<DeviceChoice> device;
   int rank_timeout_seconds = 600;
-  bool allow_large = false;  // run scenarios the resource check refuses
-  std::string junit_file;    // empty: no JUnit XML
+  bool allow_large = false;          // run scenarios the resource check refuses
+  std::string junit_file;            // empty: no JUnit XML
   std::string engine = "reference";  // --engine: or "deepspeed", "deepspeed==0.18.6"
-  RunProvenance provenance;  // written into every results file
+  RunProvenance provenance;          // written into every results file
 };
 int run_scenarios(const RunArgs& args);
+
+struct BisectArgs {
+  std::string scenario_file;
+  std::string engine = "deepspeed";  // the only engine with releases to search
+  std::string good;                  // a release whose outcome is the good one
+  std::string bad;                   // a later release whose outcome differs
+  std::string golden_dir = "golden";
+  int rank_timeout_seconds = 600;
+};
+int run_bisect(const BisectArgs& args);
 
 struct ReportArgs {
   std::vector<std::string> paths;  // results folders or files
@@ -68,7 +78,7 @@ struct ReportArgs {
 int run_report(const ReportArgs& args);
 
 struct GoldenArgs {
-  bool update = false;  // else: check
+  bool update = false;       // else: check
   bool allow_large = false;  // compute goldens the resource check refuses
   std::vector<std::string> paths = {"scenarios"};
   std::string golden_dir = "golden";
@@ -89,21 +99,21 @@ struct RankMeasureArgs {
   std::string label;          // how messages name it: the user's file (and swept value)
   Device device = Device::cpu;
   double planted_slowdown = 0.0;
-  std::string rank_cpus;      // "1,0": rank r runs on the r-th; empty: not pinned
-  std::string result_file;    // rank 0's one-repetition perf run
+  std::string rank_cpus;    // "1,0": rank r runs on the r-th; empty: not pinned
+  std::string result_file;  // rank 0's one-repetition perf run
 };
 int run_rank_measure(const RankMeasureArgs& args);
 
 struct PerfRunArgs {
   std::vector<std::string> paths;
-  std::string output;           // the Google Benchmark JSON file to write (atomically)
-  std::string filter;           // ECMAScript regex on scenario name or file
+  std::string output;  // the Google Benchmark JSON file to write (atomically)
+  std::string filter;  // ECMAScript regex on scenario name or file
   std::optional<DeviceChoice> device;
   std::optional<int64_t> repetitions;  // replaces every scenario's
   double planted_slowdown = 0.0;  // proving `perf compare`: stretch every step by this fraction
-  bool take_turns = false;  // a worker of `perf compare`'s confirmation (turn_taking.h)
-  std::optional<int> pin_cpu;  // measure on this CPU only (cpu_pinning.h)
-  std::string machine;          // the history's machine name (default the host name)
+  bool take_turns = false;        // a worker of `perf compare`'s confirmation (turn_taking.h)
+  std::optional<int> pin_cpu;     // measure on this CPU only (cpu_pinning.h)
+  std::string machine;            // the history's machine name (default the host name)
   RunProvenance provenance;
 };
 int run_perf_run(const PerfRunArgs& args);

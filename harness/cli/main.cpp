@@ -160,6 +160,38 @@ int main(int argc, char** argv) {
                   "deepspeed==VERSION (that release, installed into trainrepro's cache)");
   run->footer(std::string(kExitCodes) + kDeepSpeedEngineNote);
 
+  BisectArgs bisect_args;
+  CLI::App* bisect = app.add_subcommand(
+      "bisect",
+      "Find the first DeepSpeed release whose outcome on a scenario differs from a good "
+      "release's");
+  bisect->add_option("SCENARIO", bisect_args.scenario_file, "one scenario file")->required();
+  bisect->add_option("--engine", bisect_args.engine, "deepspeed (the releases come from PyPI)")
+      ->required();
+  bisect->add_option("--good", bisect_args.good, "a release whose outcome is the good one")
+      ->required();
+  bisect->add_option("--bad", bisect_args.bad, "a later release whose outcome differs")->required();
+  bisect->add_option("--golden-dir", bisect_args.golden_dir,
+                     "where goldens are read (default golden)");
+  bisect
+      ->add_option("--rank-timeout", bisect_args.rank_timeout_seconds,
+                   "seconds one probe may train before it is killed (600)")
+      ->check(CLI::PositiveNumber);
+  bisect->footer(
+      "Every release from --good to --bad that PyPI publishes (yanked ones left out) is a\n"
+      "candidate; each probe installs its release into $TRAINREPRO_CACHE/deepspeed-RELEASE once\n"
+      "(as run --engine deepspeed==RELEASE) and runs the scenario on it. The good and bad "
+      "releases\n"
+      "run first, then binary search: about log2(releases) + 2 probes. Each probe's verdict is\n"
+      "printed, then `first bad: R (outcome: what was found); last good: R'`. It assumes the\n"
+      "outcome changed once between them.\n"
+      "Exit codes:\n"
+      "  0  the first bad release was found\n"
+      "  1  the good and bad releases give the same outcome (nothing to search)\n"
+      "  2  bad usage: a release PyPI does not have or yanked, --good not older than --bad, a bad\n"
+      "     scenario\n"
+      "  3  infrastructure: PyPI unreachable, an install failed, a probe ended in an error\n");
+
   ReportArgs report_args;
   CLI::App* report = app.add_subcommand(
       "report",
@@ -385,6 +417,7 @@ int main(int argc, char** argv) {
       }
       return run_golden(golden_args);
     }
+    if (bisect->parsed()) return run_bisect(bisect_args);
     if (run->parsed()) {
       run_args.provenance = current_run_provenance(argc, argv);
       run_args.device = device_choice_from(device);

@@ -17,7 +17,7 @@
 #include "harness/report/console_reporter.h"
 #include "harness/report/junit_reporter.h"
 #include "harness/report/results_json.h"
-#include "harness/worker/deepspeed_release.h"
+#include "harness/worker/managed_release.h"
 
 namespace trainrepro {
 namespace {

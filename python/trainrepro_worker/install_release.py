@@ -2,6 +2,8 @@
 that runs this script (never a second torch, never into that Python itself):
 
     python install_release.py VERSION HOME
+    python install_release.py --list      (every final release as JSON: {"0.18.6": false, …},
+                                          true for a yanked one; for `trainrepro bisect`)
 
 HOME (cache/deepspeed-VERSION) receives site/ (deepspeed, built from its sdist with no ops
 precompiled: DS_BUILD_OPS=0, ops compile just in time on first use into HOME/torch_extensions),
@@ -150,8 +152,12 @@ def install(version, home):
 
 
 def main():
+    if sys.argv[1:] == ["--list"]:
+        releases = published_releases(os.environ.get("TRAINREPRO_PYPI_JSON") or DEFAULT_INDEX)
+        print("TRAINREPRO-RELEASES " + json.dumps(releases))
+        return
     if len(sys.argv) != 3:
-        fail(2, "usage: install_release.py VERSION HOME")
+        fail(2, "usage: install_release.py VERSION HOME | --list")
     version, home = sys.argv[1], os.path.abspath(sys.argv[2])
     if not re.fullmatch(r"\d+\.\d+\.\d+", version):
         fail(2, f"deepspeed=={version}: expected a release as MAJOR.MINOR.PATCH (0.18.8)")

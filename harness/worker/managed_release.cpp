@@ -1,10 +1,16 @@
-#include "harness/worker/deepspeed_release.h"
+#include "harness/worker/managed_release.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <regex>
+#include <sstream>
 #include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/files/install_locations.h"
 #include "harness/worker/private_folder.h"
@@ -17,6 +23,8 @@ namespace {
 constexpr int kInstallTimeoutSeconds = 1800;
 constexpr const char* kStamp = ".trainrepro-complete";
 constexpr int kInstallerNoSuchRelease = 2;
+constexpr int kListTimeoutSeconds = 120;
+constexpr const char* kReleasesMarker = "TRAINREPRO-RELEASES ";
 
 bool offline() {
   const char* value = std::getenv("TRAINREPRO_OFFLINE");
@@ -61,7 +69,74 @@ void install_release(const std::string& release, const std::string& home) {
       ":\n" + said);
 }
 
+std::array<int, 3> release_numbers(const std::string& release) {
+  std::array<int, 3> numbers{};
+  char dot1 = 0, dot2 = 0;
+  std::istringstream in(release);
+  in >> numbers[0] >> dot1 >> numbers[1] >> dot2 >> numbers[2];
+  return numbers;
+}
+
+// {release: yanked} from PyPI, through the installer's --list.
+std::map<std::string, bool> published_releases() {
+  PrivateFolder folder;
+  write_worker_sources(folder.path());
+  const std::string torch_python = torch_python_executable();
+  RankLaunch launch;
+  try {
+    launch = launch_process_group({torch_python, folder.path() + "/install_release.py", "--list"},
+                                  kListTimeoutSeconds, folder.path() + "/list-output.txt");
+  } catch (const std::runtime_error& error) {
+    throw DeepSpeedPythonError("the DeepSpeed release list: cannot run the torch Python " +
+                               torch_python + ": " + error.what());
+  }
+  end_if_stopped(launch, folder);
+  const size_t at = launch.output.rfind(kReleasesMarker);
+  if (launch.exit_code != 0 || at == std::string::npos) {
+    throw DeepSpeedPythonError("the DeepSpeed release list could not be read from PyPI:\n" +
+                               tail_lines(launch.output, 8));
+  }
+  const std::string text = launch.output.substr(at + std::string(kReleasesMarker).size());
+  const nlohmann::json listed = nlohmann::json::parse(text.substr(0, text.find('\n')), nullptr,
+                                                      /*allow_exceptions=*/false);
+  if (!listed.is_object()) {
+    throw DeepSpeedPythonError("the DeepSpeed release list is not a JSON object: " +
+                               text.substr(0, 200));
+  }
+  std::map<std::string, bool> releases;
+  for (const auto& [release, yanked] : listed.items())
+    releases[release] = yanked.is_boolean() && yanked.get<bool>();
+  return releases;
+}
+
 }  // namespace
+
+bool release_older(const std::string& a, const std::string& b) {
+  return release_numbers(a) < release_numbers(b);
+}
+
+std::vector<std::string> deepspeed_releases_between(const std::string& good,
+                                                    const std::string& bad) {
+  if (!release_older(good, bad)) {
+    throw DeepSpeedReleaseError("--good " + good + " must be an older release than --bad " + bad);
+  }
+  const std::map<std::string, bool> published = published_releases();
+  for (const std::string& end : {good, bad}) {
+    const auto found = published.find(end);
+    if (found == published.end()) {
+      throw DeepSpeedReleaseError("PyPI has no deepspeed " + end);
+    }
+    if (found->second) throw DeepSpeedReleaseError("deepspeed " + end + " was yanked from PyPI");
+  }
+  std::vector<std::string> between;
+  for (const auto& [release, yanked] : published) {
+    if (!yanked && !release_older(release, good) && !release_older(bad, release)) {
+      between.push_back(release);
+    }
+  }
+  std::sort(between.begin(), between.end(), release_older);
+  return between;
+}
 
 EngineChoice parse_engine_choice(const std::string& text) {
   if (text == "reference") return {};

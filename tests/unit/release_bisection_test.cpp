@@ -1,0 +1,104 @@
+// `trainrepro bisect`'s search, with probes that are plain functions of the release (no
+// DeepSpeed): which releases it probes, in what order, and what it concludes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "harness/pipeline/release_bisection.h"
+#include "harness/worker/managed_release.h"
+
+namespace trainrepro {
+namespace {
+
+std::vector<std::string> releases(int count) {
+  std::vector<std::string> names;
+  for (int i = 0; i < count; ++i) names.push_back("0.18." + std::to_string(i));
+  return names;
+}
+
+// A probe that fails from release index `first_bad` on; records what it was asked.
+struct FakeProbes {
+  int first_bad = 0;
+  Outcome bad_outcome = Outcome::failed;
+  std::optional<int> error_at = std::nullopt;
+  std::vector<std::string> asked = {};
+  ScenarioResult operator()(const std::string& release) {
+    asked.push_back(release);
+    const int index = std::stoi(release.substr(release.rfind('.') + 1));
+    ScenarioResult result;
+    result.verdict.outcome = index >= first_bad ? bad_outcome : Outcome::passed;
+    if (error_at && index == *error_at) result.verdict.outcome = Outcome::error;
+    return result;
+  }
+};
+
+ReleaseBisection search(FakeProbes& probes, int count) {
+  return bisect_releases(
+      releases(count), [&](const std::string& r) { return probes(r); }, [](const ReleaseProbe&) {});
+}
+
+TEST(ReleaseBisection, FindsEveryPossibleFirstBadReleaseInLogarithmicProbes) {
+  for (int count : {2, 3, 5, 9, 17}) {
+    for (int first_bad = 1; first_bad < count; ++first_bad) {
+      FakeProbes probes{first_bad};
+      const ReleaseBisection found = search(probes, count);
+      ASSERT_TRUE(found.first_bad) << count << " " << first_bad;
+      EXPECT_EQ(*found.first_bad, "0.18." + std::to_string(first_bad));
+      EXPECT_EQ(*found.last_good, "0.18." + std::to_string(first_bad - 1));
+      EXPECT_EQ(probes.asked.front(), "0.18.0");  // the ends first
+      EXPECT_EQ(probes.asked[1], "0.18." + std::to_string(count - 1));
+      EXPECT_LE(found.probes.size(), 2 + static_cast<size_t>(std::ceil(std::log2(count - 1))));
+      EXPECT_EQ(found.probes.size(), probes.asked.size());
+    }
+  }
+}
+
+TEST(ReleaseBisection, SameOutcomeAtBothEndsSearchesNothing) {
+  FakeProbes probes{100};
+  const ReleaseBisection found = search(probes, 9);
+  EXPECT_FALSE(found.first_bad);
+  EXPECT_FALSE(found.stopped_at);
+  EXPECT_EQ(probes.asked.size(), 2u);
+}
+
+TEST(ReleaseBisection, ADifferentOutcomeIsBadWhateverItIs) {
+  FakeProbes probes{3, Outcome::reproduced};
+  const ReleaseBisection found = search(probes, 8);
+  ASSERT_TRUE(found.first_bad);
+  EXPECT_EQ(*found.first_bad, "0.18.3");
+}
+
+TEST(ReleaseBisection, AProbeErrorStopsTheSearchAndNamesTheRelease) {
+  FakeProbes probes{6};
+  probes.error_at = 4;
+  const ReleaseBisection found = search(probes, 9);
+  EXPECT_FALSE(found.first_bad);
+  ASSERT_TRUE(found.stopped_at);
+  EXPECT_EQ(*found.stopped_at, "0.18.4");
+}
+
+TEST(ReleaseBisection, NeedsTwoReleases) {
+  FakeProbes probes{1};
+  EXPECT_THROW(search(probes, 1), std::invalid_argument);
+}
+
+TEST(EngineChoice, ReadsTheThreeSpellingsAndRefusesOthers) {
+  EXPECT_FALSE(parse_engine_choice("reference").deepspeed);
+  EXPECT_TRUE(parse_engine_choice("deepspeed").deepspeed);
+  EXPECT_FALSE(parse_engine_choice("deepspeed").release);
+  EXPECT_EQ(parse_engine_choice("deepspeed==0.18.6").release, "0.18.6");
+  for (const char* bad : {"deepspeed=0.18.6", "deepspeed==0.18", "deepspeed==latest", "DeepSpeed",
+                          "deepspeed==0.18.6 ", ""}) {
+    EXPECT_THROW(parse_engine_choice(bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(EngineChoice, OrdersReleasesByNumberNotText) {
+  EXPECT_TRUE(release_older("0.9.5", "0.18.6"));
+  EXPECT_TRUE(release_older("0.18.6", "0.18.10"));
+  EXPECT_FALSE(release_older("0.18.6", "0.18.6"));
+  EXPECT_TRUE(release_older("0.19.8", "1.0.0"));
+}
+
+}  // namespace
+}  // namespace trainrepro
