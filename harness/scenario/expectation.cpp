@@ -11,6 +11,14 @@ const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings() {
   return spellings;
 }
 
+const EnumSpellings<ExpectedOutcome>& reproduced_as_spellings() {
+  static const EnumSpellings<ExpectedOutcome> spellings = {
+      {ExpectedOutcome::failure, "failed"},
+      {ExpectedOutcome::diagnosis, "diagnosis"},
+  };
+  return spellings;
+}
+
 const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
   static const EnumSpellings<DiagnosisKind> spellings = {
       {DiagnosisKind::no_accumulation, "no_accumulation"},
@@ -28,7 +36,8 @@ const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
        "reentrant_checkpoint_without_input_grad"},
       {DiagnosisKind::backward_in_evaluation, "backward_in_evaluation"},
       {DiagnosisKind::training_diverged, "training_diverged"},
-      {DiagnosisKind::lr_scheduler_stepped_every_micro_step, "lr_scheduler_stepped_every_micro_step"},
+      {DiagnosisKind::lr_scheduler_stepped_every_micro_step,
+       "lr_scheduler_stepped_every_micro_step"},
       {DiagnosisKind::scheduler_start_rate_first_group_only,
        "scheduler_start_rate_first_group_only"},
       {DiagnosisKind::lamb_trust_ratio_over_partition, "lamb_trust_ratio_over_partition"},
@@ -60,8 +69,20 @@ Expectation read_expectation(ObjectReader& expect) {
     case ExpectedOutcome::diagnosis:
       expectation.diagnosis = expect.required_enum("diagnosis", diagnosis_spellings());
       break;
+    case ExpectedOutcome::failure:  // not among expected_outcome_spellings()
+      break;
   }
   expect.reject_unknown_keys();
+  return expectation;
+}
+
+Expectation read_reproduced_as(ObjectReader& reproduced_as) {
+  Expectation expectation;
+  expectation.outcome = reproduced_as.required_enum("outcome", reproduced_as_spellings());
+  if (expectation.outcome == ExpectedOutcome::diagnosis) {
+    expectation.diagnosis = reproduced_as.required_enum("diagnosis", diagnosis_spellings());
+  }
+  reproduced_as.reject_unknown_keys();
   return expectation;
 }
 

@@ -3,12 +3,15 @@
 #pragma once
 #include <optional>
 
-#include "harness/scenario/config_error.h"
 #include "harness/json/json_fields.h"
+#include "harness/scenario/config_error.h"
 
 namespace trainrepro {
 
-enum class ExpectedOutcome { pass, config_error, diagnosis };
+// failure: a mismatch with the golden, whatever explains it. Only "reproduced_as" in
+// "deepspeed_releases" asks for it (a DeepSpeed bug whose symptom no diagnosis names yet); a
+// scenario's own "expect" names what it expects.
+enum class ExpectedOutcome { pass, config_error, diagnosis, failure };
 
 // The named explanations of a gradient mismatch that a reproduction scenario can expect.
 enum class DiagnosisKind {
@@ -26,11 +29,11 @@ enum class DiagnosisKind {
   trainer_boundary_ignored,
   per_micro_batch_token_normalisation,
   reentrant_checkpoint_without_input_grad,  // a checkpointed block fed no input with history
-  backward_in_evaluation,  // evaluation's gradients land in the next training step
-  training_diverged,       // the run's loss, gradients or parameters became NaN or Inf
+  backward_in_evaluation,                   // evaluation's gradients land in the next training step
+  training_diverged,  // the run's loss, gradients or parameters became NaN or Inf
   lr_scheduler_stepped_every_micro_step,  // the loop steps the config's scheduler too
   scheduler_start_rate_first_group_only,  // WarmupCosineLR < 0.19.0 starts only group 0 at 0
-  lamb_trust_ratio_over_partition,  // ZeRO 1-2 hand FusedLamb one flat partition per rank
+  lamb_trust_ratio_over_partition,        // ZeRO 1-2 hand FusedLamb one flat partition per rank
   // Mixed precision, judged from the engine's step records and the precision twin:
   overflow_skipped_steps,      // gradients overflowed and DeepSpeed skipped optimizer steps
   loss_scale_at_minimum,       // DynamicLossScaler raised: the run ended at the minimum scale
@@ -55,11 +58,15 @@ struct Expectation {
   std::optional<DiagnosisKind> diagnosis;       // when outcome == diagnosis
 };
 
-const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings();
+const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings();  // "expect"'s three
+const EnumSpellings<ExpectedOutcome>& reproduced_as_spellings();     // "failed", "diagnosis"
 const EnumSpellings<DiagnosisKind>& diagnosis_spellings();
 
 // Reads "expect": {"outcome": "pass"} | {"outcome": "config_error", "error": NAME}
 //                | {"outcome": "diagnosis", "diagnosis": NAME}.
 Expectation read_expectation(ObjectReader& expect);
+
+// Reads "reproduced_as": {"outcome": "failed"} | {"outcome": "diagnosis", "diagnosis": NAME}.
+Expectation read_reproduced_as(ObjectReader& reproduced_as);
 
 }  // namespace trainrepro
