@@ -37,12 +37,14 @@ std::string ratio_text(double ratio) {
 
 // "ZeRO stage 2, 2 rank(s): model states 9.1 KiB, expected 9.1 KiB (1.000x); collectives …".
 std::string zero_line(const ZeroJudgement& zero) {
-  std::string line =
-      "ZeRO stage " + std::to_string(zero.zero_stage) + ", " + std::to_string(zero.world_size) +
-      " rank(s): model states " + format_bytes(zero.measured.total()) + ", expected " +
-      format_bytes(zero.expected.total()) + " (" + ratio_text(zero.model_states_ratio) +
-      "); collectives (ring model) " + format_bytes(zero.ring_bytes_per_step) + "/step, expected " +
-      format_bytes(zero.expected_ring_bytes_per_step) + " (" + ratio_text(zero.traffic_ratio) + ")";
+  std::string line = "ZeRO stage " + std::to_string(zero.zero_stage) + ", " +
+                     std::to_string(zero.world_size) + " rank(s): model states " +
+                     format_bytes(zero.measured.total()) + ", expected " +
+                     format_bytes(zero.expected.total()) + " (" +
+                     ratio_text(zero.model_states_ratio) + "); collectives (ring model) " +
+                     format_bytes(zero.ring_bytes_per_step) + "/step, expected " +
+                     format_bytes(zero.expected_ring_bytes_per_step) + " (" +
+                     ratio_text(zero.traffic_ratio) + ")";
   if (!zero.not_judged_reason.empty()) {
     line += "; not judged against the formulas: " + zero.not_judged_reason;
   } else if (!zero.traffic_judged) {
@@ -78,7 +80,8 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
   const Verdict& verdict = result.verdict;
   const std::string label = result.name.empty() ? "(not loaded)" : result.name;
   out_ << padded(outcome_name(verdict.outcome), 15) << padded(label, 40) << " "
-       << printable(result.file) << " (" << format_seconds(result.seconds)
+       << printable(result.file)
+       << " (" << format_seconds(result.seconds)
        << (result.deepspeed_version.empty() ? "" : ", DeepSpeed " + result.deepspeed_version)
        << (result.engine == kReferenceEngine ? "" : ", engine " + result.engine)
        << calibration_cost(result) << memory_not_judged(result) << ")\n";

@@ -364,9 +364,12 @@ json performance_data(const PerfHistoryInput& history) {
     }
     benchmarks.push_back({{"name", benchmark.name}, {"figures", figures}});
   }
-  json result = {{"folder", history.folder},         {"alpha", history.alpha},
-                 {"min_effect", history.min_effect}, {"runs", runs},
-                 {"unreadable", history.unreadable}, {"benchmarks", benchmarks}};
+  json result = {{"folder", history.folder},
+                 {"alpha", history.alpha},
+                 {"min_effect", history.min_effect},
+                 {"runs", runs},
+                 {"unreadable", history.unreadable},
+                 {"benchmarks", benchmarks}};
   round_numbers(result);
   return result;
 }
@@ -418,16 +421,15 @@ std::string html_report(const ReportInput& input) {
   const int64_t attention = std::count_if(
       input.results.begin(), input.results.end(),
       [](const ScenarioResult& r) { return outcome_needs_attention(r.verdict.outcome); });
-  const std::string title = "trainrepro: " + std::to_string(input.results.size()) + " scenarios, " +
-                            std::to_string(attention) + " need attention";
+  const std::string title = "trainrepro: " + std::to_string(input.results.size()) +
+                            " scenarios, " + std::to_string(attention) + " need attention";
   // The data last: no placeholder spelled inside it can be mistaken for the template's.
   replace_once(page, "{{title}}", title);
   replace_once(page, "{{report.css}}", asset("report.css"));
   replace_once(page, "{{charts.js}}", asset("charts.js"));
   replace_once(page, "{{report.js}}", asset("report.js"));
-  replace_once(
-      page, "{{data}}",
-      script_safe(report_data(input).dump(-1, ' ', false, json::error_handler_t::replace)));
+  replace_once(page, "{{data}}", script_safe(report_data(input).dump(-1, ' ', false,
+                                                                   json::error_handler_t::replace)));
   return page;
 }
 

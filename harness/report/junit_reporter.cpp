@@ -43,27 +43,13 @@ std::string xml_escaped(const std::string& text) {
     const char c = text[i];
     const auto byte = static_cast<unsigned char>(c);
     switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      case '\n':
-        out += "&#10;";
-        break;
-      case '\t':
-        out += "&#9;";
-        break;
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      case '\n': out += "&#10;"; break;
+      case '\t': out += "&#9;"; break;
       default: {
         const size_t length = byte < 0x80 ? 1 : xml_character_length(text, i);
         if (byte < 0x20 || byte == 0x7f || length == 0) {
@@ -114,7 +100,8 @@ std::string classname_of(const std::string& folder) {
 }
 
 std::string case_name(const ScenarioResult& result) {
-  return result.name.empty() ? std::filesystem::path(result.file).filename().string() : result.name;
+  return result.name.empty() ? std::filesystem::path(result.file).filename().string()
+                             : result.name;
 }
 
 // Expected, found and the diagnosis, one per line: the failure's text.
@@ -139,8 +126,8 @@ void write_case(std::ostringstream& xml, const ScenarioResult& result,
   xml << "    <testcase name=\"" << xml_escaped(case_name(result)) << "\" classname=\""
       << xml_escaped(classname) << "\" time=\"" << junit_time(result.seconds) << "\"";
   const std::string text = verdict_text(verdict);
-  const std::string message =
-      first_line(verdict.diagnosis.empty() ? verdict.found : verdict.diagnosis);
+  const std::string message = first_line(
+      verdict.diagnosis.empty() ? verdict.found : verdict.diagnosis);
   switch (verdict.outcome) {
     case Outcome::passed:
     case Outcome::reproduced:
@@ -155,8 +142,8 @@ void write_case(std::ostringstream& xml, const ScenarioResult& result,
           << xml_escaped(message) << "\">" << xml_text(text) << "</failure>\n";
       break;
     case Outcome::error:
-      xml << ">\n      <error type=\"" << error_source_name(verdict.error_source) << "\" message=\""
-          << xml_escaped(message) << "\">" << xml_text(text) << "</error>\n";
+      xml << ">\n      <error type=\"" << error_source_name(verdict.error_source)
+          << "\" message=\"" << xml_escaped(message) << "\">" << xml_text(text) << "</error>\n";
       break;
   }
   xml << "    </testcase>\n";
@@ -195,10 +182,10 @@ std::string junit_xml(const std::vector<ScenarioResult>& results, const RunProve
       suite_seconds += result->seconds;
     }
     xml << "  <testsuite name=\"" << xml_escaped(folder) << "\" tests=\"" << members.size()
-        << "\" failures=\"" << suite_failures << "\" errors=\"" << suite_errors << "\" skipped=\""
-        << suite_skipped << "\" time=\"" << junit_time(suite_seconds) << "\" timestamp=\""
-        << xml_escaped(provenance.started_at) << "\" hostname=\"" << xml_escaped(provenance.host)
-        << "\">\n";
+        << "\" failures=\"" << suite_failures << "\" errors=\"" << suite_errors
+        << "\" skipped=\"" << suite_skipped << "\" time=\"" << junit_time(suite_seconds)
+        << "\" timestamp=\"" << xml_escaped(provenance.started_at) << "\" hostname=\""
+        << xml_escaped(provenance.host) << "\">\n";
     xml << "    <properties>\n";
     write_property(xml, "git_commit", provenance.git_commit);
     write_property(xml, "command_line", provenance.command_line);

@@ -13,20 +13,11 @@ std::string escaped(const std::string& text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '&':
-        out += "&amp;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '"': out += "&quot;"; break;
+      default: out += c;
     }
   }
   return out;
@@ -90,17 +81,18 @@ std::string chart(const FigureHistory& series, const std::vector<PerfRun>& runs)
         << y_of(*std::max_element(values.begin(), values.end())) << "\"/>";
     path += (path.empty() ? "M" : " L") + number(x) + "," + number(y_of(median));
     svg << "<circle cx=\"" << x << "\" cy=\"" << y_of(median) << "\" r=\"3\"><title>"
-        << escaped(runs[i].context.commit) << " " << escaped(runs[i].context.date) << ": median "
-        << number(median) << "</title></circle>";
+        << escaped(runs[i].context.commit) << " " << escaped(runs[i].context.date)
+        << ": median " << number(median) << "</title></circle>";
     svg << "<text class=\"axis\" x=\"" << x - 20 << "\" y=\"" << height - 8 << "\">"
         << escaped(runs[i].context.commit.substr(0, 7)) << "</text>";
   }
   svg << "<path class=\"median\" d=\"" << path << "\"/>";
   for (const ChangePoint& change : series.change_points) {
     const double x = x_of(change.index);
-    svg << "<line class=\"change\" x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << top << "\" y2=\""
-        << height - bottom << "\"/><text class=\"change\" x=\"" << x + 4 << "\" y=\"" << top + 12
-        << "\">x" << number(change.ratio) << " (p " << number(change.p_value) << ")</text>";
+    svg << "<line class=\"change\" x1=\"" << x << "\" x2=\"" << x << "\" y1=\"" << top
+        << "\" y2=\"" << height - bottom << "\"/><text class=\"change\" x=\"" << x + 4
+        << "\" y=\"" << top + 12 << "\">x" << number(change.ratio) << " (p "
+        << number(change.p_value) << ")</text>";
   }
   svg << "</svg></figure>";
   return svg.str();
@@ -118,8 +110,7 @@ std::string perf_history_page(const PerfHistoryInput& input) {
           "figcaption{font-size:0.9em;color:#555}svg{background:#fafafa;border:1px solid #ddd}"
           ".median{fill:none;stroke:#2563eb;stroke-width:1.5}.range{stroke:#93c5fd;stroke-width:3}"
           "circle{fill:#2563eb}line.change{stroke:#dc2626;stroke-dasharray:4 3}"
-          "text.change{fill:#dc2626;font-size:11px}.axis{font-size:10px;fill:#666}td,th{padding:"
-          "2px 8px;text-align:left}"
+          "text.change{fill:#dc2626;font-size:11px}.axis{font-size:10px;fill:#666}td,th{padding:2px 8px;text-align:left}"
           ".unreadable{color:#b91c1c}</style></head><body>";
   page << "<h1>Performance history</h1><p>" << input.runs.size() << " runs, " << histories.size()
        << " benchmarks. Each point is the median of a run's repetitions, the bar their range. A "

@@ -15,7 +15,7 @@ nlohmann::json mixed_precision_to_json(const Plan& plan) {
   if (plan.precision == Precision::fp32) return nullptr;
   const Fp16Config& fp16 = plan.mixed.fp16;
   return {{"loss_scaler", plan.precision != Precision::fp16 ? "none"
-                          : fp16.loss_scale > 0.0           ? "static"
+                          : fp16.loss_scale > 0.0          ? "static"
                           : plan.mixed.scaler == LossScalerKind::fp16_optimizer
                               ? "FP16_Optimizer (stage 0: no hysteresis)"
                               : "DynamicLossScaler (ZeRO: hysteresis)"},
@@ -142,8 +142,8 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
           {"first_gradient_mismatch", optional_to_json(training.first_gradient_mismatch)},
           {"first_parameter_mismatch", optional_to_json(training.first_parameter_mismatch)},
           {"mismatch", training.mismatch},
-          {"divergence",
-           training.divergence ? nlohmann::json(*training.divergence) : nlohmann::json(nullptr)},
+          {"divergence", training.divergence ? nlohmann::json(*training.divergence)
+                                             : nlohmann::json(nullptr)},
           {"diagnosis", diagnosis},
           {"counters",
            {{"micro_steps", training.counters.micro_steps},
@@ -331,11 +331,9 @@ std::string results_file_stem(const ScenarioResult& result) {
   if (!result.name.empty()) return result.name;
   std::string stem = "not-loaded--";
   std::string file = result.file;
-  if (file.size() > 5 && file.compare(file.size() - 5, 5, ".json") == 0)
-    file.resize(file.size() - 5);
+  if (file.size() > 5 && file.compare(file.size() - 5, 5, ".json") == 0) file.resize(file.size() - 5);
   for (char c : file) {
-    const bool plain =
-        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    const bool plain = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
     stem += c == '/' ? std::string("--") : std::string(1, plain ? c : '_');
   }
   // File names stop at 255 bytes; ".json" and the atomic write's temporary suffix need room.

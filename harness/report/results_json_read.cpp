@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/json/json_fields.h"
 #include "harness/report/results_json.h"
+#include "harness/json/json_fields.h"
 
 namespace trainrepro {
 namespace {
@@ -21,8 +21,7 @@ class ResultsObject {
   const nlohmann::json& at(const std::string& key) const {
     const auto found = value_.find(key);
     if (found == value_.end()) {
-      throw ResultsFormatError(source_ + ":" + pointer_to(key) +
-                               ": missing (is this a trainrepro results file of format version " +
+      throw ResultsFormatError(source_ + ":" + pointer_to(key) + ": missing (is this a trainrepro results file of format version " +
                                std::to_string(kResultsFormatVersion) + "?)");
     }
     return *found;
@@ -115,7 +114,8 @@ class ResultsObject {
     if (!value.is_number_integer()) fail(key, "an integer", value, index);
     return value.get<int64_t>();
   }
-  double number_of(const nlohmann::json& value, const std::string& key, int64_t index = -1) const {
+  double number_of(const nlohmann::json& value, const std::string& key,
+                   int64_t index = -1) const {
     if (value.is_null()) return std::numeric_limits<double>::quiet_NaN();
     if (!value.is_number()) fail(key, "a number", value, index);
     return value.get<double>();
@@ -147,8 +147,8 @@ Plan plan_from(const ResultsObject& json) {
   plan.batch.gradient_accumulation_steps = json.integer("gradient_accumulation_steps");
   plan.batch.world_size = json.integer("world_size");
   plan.batch.given = given_batch_from(json.object("given"));
-  plan.device =
-      json.spelled("device", spellings_from_names({Device::cpu, Device::cuda}, device_name));
+  plan.device = json.spelled("device", spellings_from_names({Device::cpu, Device::cuda},
+                                                            device_name));
   plan.dtype = json.spelled("dtype", engine_dtype_spellings());
   plan.precision = json.spelled(
       "precision",
@@ -193,16 +193,18 @@ Plan plan_from(const ResultsObject& json) {
   optimizer.type_as_written = optimizer_json.text("type_as_written");
   if (optimizer_json.has("parameter_groups")) {
     for (const ResultsObject& group : optimizer_json.objects("parameter_groups")) {
-      optimizer.parameter_groups.push_back({group.texts("names"), group.number("weight_decay"),
-                                            group.has("lr") ? group.number("lr") : optimizer.lr});
+      optimizer.parameter_groups.push_back(
+          {group.texts("names"), group.number("weight_decay"),
+           group.has("lr") ? group.number("lr") : optimizer.lr});
     }
   }
 
   if (json.has("hf_trainer")) {
     const ResultsObject trainer = json.object("hf_trainer");
-    plan.trainer = TrainerLoopSpec{
-        trainer.integer("gradient_accumulation_steps"), trainer.text("transformers_version"),
-        trainer.text("accelerate_version"), trainer.flag("explicit_boundary")};
+    plan.trainer = TrainerLoopSpec{trainer.integer("gradient_accumulation_steps"),
+                                   trainer.text("transformers_version"),
+                                   trainer.text("accelerate_version"),
+                                   trainer.flag("explicit_boundary")};
   }
 
   const ResultsObject golden = json.object("golden");
@@ -238,8 +240,8 @@ Diagnosis diagnosis_from(const ResultsObject& json) {
   diagnosis.step = json.integer("step");
   diagnosis.explanation = json.text("explanation");
   for (const ResultsObject& tested : json.objects("hypotheses")) {
-    diagnosis.tested.push_back(
-        {tested.spelled("hypothesis", diagnosis_spellings()), tested.number("relative_error")});
+    diagnosis.tested.push_back({tested.spelled("hypothesis", diagnosis_spellings()),
+                                tested.number("relative_error")});
   }
   return diagnosis;
 }
@@ -374,7 +376,8 @@ MemoryJudgement memory_from(const ResultsObject& json) {
 }
 
 ModelStateBytes model_states_from(const ResultsObject& json) {
-  return {json.integer("parameters"), json.integer("gradients"), json.integer("optimizer_states")};
+  return {json.integer("parameters"), json.integer("gradients"),
+          json.integer("optimizer_states")};
 }
 
 ZeroJudgement zero_from(const ResultsObject& json) {
@@ -457,9 +460,10 @@ ScenarioResult result_from_json(const nlohmann::json& value, const std::string& 
 
   Verdict& verdict = result.verdict;
   verdict.outcome = json.spelled(
-      "outcome", spellings_from_names({Outcome::passed, Outcome::failed, Outcome::reproduced,
-                                       Outcome::not_reproduced, Outcome::error, Outcome::skipped},
-                                      outcome_name));
+      "outcome",
+      spellings_from_names({Outcome::passed, Outcome::failed, Outcome::reproduced,
+                            Outcome::not_reproduced, Outcome::error, Outcome::skipped},
+                           outcome_name));
   verdict.error_source = json.spelled(
       "error_source",
       spellings_from_names({ErrorSource::none, ErrorSource::scenario, ErrorSource::infrastructure},
@@ -469,9 +473,8 @@ ScenarioResult result_from_json(const nlohmann::json& value, const std::string& 
   verdict.diagnosis = json.is_null("diagnosis") ? "" : json.text("diagnosis");
   if (json.integer("exit_code") != exit_code_of(verdict)) {
     json.fail("exit_code",
-              std::to_string(exit_code_of(verdict)) +
-                  ", the exit code of the outcome and error "
-                  "source written beside it",
+              std::to_string(exit_code_of(verdict)) + ", the exit code of the outcome and error "
+                                                      "source written beside it",
               json.at("exit_code"));
   }
   result.warnings = json.texts("warnings");

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "harness/loop/trace.h"
-#include "harness/scenario/bug_reference.h"
 #include "harness/scenario/plan.h"
+#include "harness/scenario/bug_reference.h"
 #include "harness/verdict/memory_judgement.h"
 #include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
@@ -28,11 +28,11 @@ struct ScenarioResult {
   std::optional<Plan> plan;                   // when the config resolved
   std::optional<TrainingJudgement> training;  // when training ran and was judged
   std::optional<MemoryJudgement> memory;
-  std::optional<ZeroJudgement> zero;             // when judged: several ranks or a ZeRO stage
-  std::vector<MemorySample> memory_samples;      // every probe sample, for curves in reports
+  std::optional<ZeroJudgement> zero;         // when judged: several ranks or a ZeRO stage
+  std::vector<MemorySample> memory_samples;  // every probe sample, for curves in reports
   std::vector<MemorySnapshot> memory_snapshots;  // written next to the results when a leak is found
-  std::string torch_version;                     // of the LibTorch that ran it
-  std::string deepspeed_version;                 // the DeepSpeed release whose semantics judged it
+  std::string torch_version;      // of the LibTorch that ran it
+  std::string deepspeed_version;  // the DeepSpeed release whose semantics judged it
   // What trained it: kReferenceEngine, or the real DeepSpeed as
   // "deepspeed 0.19.8 (torch 2.11.0, python 3.11.7)" (`run --engine deepspeed`).
   std::string engine = kReferenceEngine;
@@ -40,7 +40,7 @@ struct ScenarioResult {
   // release is in and so what was expected ("DeepSpeed 0.18.5 is in …/reproduces_on: …"); empty
   // otherwise.
   std::string release_expectation;
-  double seconds = 0.0;  // everything, loading included
+  double seconds = 0.0;           // everything, loading included
   double golden_seconds = 0.0;
   double training_seconds = 0.0;
   double judging_seconds = 0.0;

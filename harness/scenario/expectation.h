@@ -3,8 +3,8 @@
 #pragma once
 #include <optional>
 
-#include "harness/json/json_fields.h"
 #include "harness/scenario/config_error.h"
+#include "harness/json/json_fields.h"
 
 namespace trainrepro {
 
@@ -29,11 +29,11 @@ enum class DiagnosisKind {
   trainer_boundary_ignored,
   per_micro_batch_token_normalisation,
   reentrant_checkpoint_without_input_grad,  // a checkpointed block fed no input with history
-  backward_in_evaluation,                   // evaluation's gradients land in the next training step
-  training_diverged,  // the run's loss, gradients or parameters became NaN or Inf
+  backward_in_evaluation,  // evaluation's gradients land in the next training step
+  training_diverged,       // the run's loss, gradients or parameters became NaN or Inf
   lr_scheduler_stepped_every_micro_step,  // the loop steps the config's scheduler too
   scheduler_start_rate_first_group_only,  // WarmupCosineLR < 0.19.0 starts only group 0 at 0
-  lamb_trust_ratio_over_partition,        // ZeRO 1-2 hand FusedLamb one flat partition per rank
+  lamb_trust_ratio_over_partition,  // ZeRO 1-2 hand FusedLamb one flat partition per rank
   // Mixed precision, judged from the engine's step records and the precision twin:
   overflow_skipped_steps,      // gradients overflowed and DeepSpeed skipped optimizer steps
   loss_scale_at_minimum,       // DynamicLossScaler raised: the run ended at the minimum scale

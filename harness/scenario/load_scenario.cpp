@@ -4,13 +4,13 @@
 #include <optional>
 #include <regex>
 
-#include "harness/json/printable.h"
-#include "harness/json/scenario_error.h"
 #include "harness/scenario/client_optimizer.h"
 #include "harness/scenario/hf_trainer.h"
-#include "harness/scenario/json_document.h"
 #include "harness/scenario/parameter_groups.h"
 #include "harness/scenario/performance_section.h"
+#include "harness/scenario/json_document.h"
+#include "harness/json/printable.h"
+#include "harness/json/scenario_error.h"
 #include "models/model_data_fit.h"
 #include "models/parameter_names.h"
 
@@ -39,9 +39,8 @@ ZooChoice<Options> read_zoo_choice(ObjectReader& section, const std::vector<ZooE
   choice.options = entry->read_options(options);
   options.reject_unknown_keys();
   if (!entry->seeded && section.has("seed")) {
-    section.fail("seed", "\"" + choice.name +
-                             "\" reads its values from your file: a seed would "
-                             "change nothing; remove it");
+    section.fail("seed", "\"" + choice.name + "\" reads its values from your file: a seed would "
+                         "change nothing; remove it");
   }
   choice.seed = section.optional_int("seed", 0, 0);
   section.reject_unknown_keys();
@@ -54,18 +53,14 @@ BugReference read_reference(ObjectReader& section) {
   BugReference reference;
   reference.url = section.required_string("url");
   if (reference.url.rfind("https://", 0) != 0 || reference.url.size() <= 8) {
-    section.fail("url",
-                 "expected the https:// address of the public issue or pull request, "
-                 "found \"" +
-                     printable(reference.url) + "\"");
+    section.fail("url", "expected the https:// address of the public issue or pull request, "
+                        "found \"" + printable(reference.url) + "\"");
   }
   reference.project = section.required_string("project");
   const std::vector<std::string> projects = {"deepspeed", "transformers", "accelerate", "pytorch"};
   if (std::find(projects.begin(), projects.end(), reference.project) == projects.end()) {
-    section.fail("project",
-                 "expected one of \"deepspeed\", \"transformers\", \"accelerate\", "
-                 "\"pytorch\", found \"" +
-                     printable(reference.project) + "\"");
+    section.fail("project", "expected one of \"deepspeed\", \"transformers\", \"accelerate\", "
+                            "\"pytorch\", found \"" + printable(reference.project) + "\"");
   }
   reference.affected = section.required_string("affected");
   if (reference.affected.empty()) {
@@ -73,9 +68,8 @@ BugReference read_reference(ObjectReader& section) {
   }
   reference.fixed = section.required_string("fixed");
   if (reference.fixed.empty()) {
-    section.fail("fixed",
-                 "expected the release or pull request that fixed it, or \"user "
-                 "code\", found \"\"");
+    section.fail("fixed", "expected the release or pull request that fixed it, or \"user "
+                          "code\", found \"\"");
   }
   section.reject_unknown_keys();
   return reference;
@@ -91,15 +85,13 @@ std::vector<std::string> read_frozen(ObjectReader& model, const ModelOptions& op
     if (!selects_a_parameter(naming, frozen[i])) {
       model.fail_at("/frozen/" + std::to_string(i),
                     "expected the name of a parameter or of a module holding some (as "
-                    "named_parameters() writes them), found \"" +
-                        printable(frozen[i]) +
+                    "named_parameters() writes them), found \"" + printable(frozen[i]) +
                         "\"; this model's parameters: " + describe_parameter_names(naming));
     }
   }
   if (!frozen.empty() && !leaves_a_parameter_out(naming, frozen)) {
-    model.fail("frozen",
-               "every parameter is frozen: nothing would train (torch.optim raises "
-               "\"optimizer got an empty parameter list\"); leave at least one out");
+    model.fail("frozen", "every parameter is frozen: nothing would train (torch.optim raises "
+                         "\"optimizer got an empty parameter list\"); leave at least one out");
   }
   return frozen;
 }
@@ -245,9 +237,8 @@ void refuse_habits_the_trainer_has_not(ObjectReader& root, const LoopSpec& loop)
     root.fail_at(std::string("/loop/") + key,
                  std::string("the Hugging Face Trainer runs the training loop (\"hf_trainer\"): "
                              "it zeroes, clips and steps itself; \"") +
-                     key +
-                     "\" describes a loop of your own. Remove it, or the hf_trainer "
-                     "section if your script drives DeepSpeed itself");
+                     key + "\" describes a loop of your own. Remove it, or the hf_trainer "
+                           "section if your script drives DeepSpeed itself");
   };
   if (loop.zero_grad != ZeroGradHabit::at_boundary) refuse("zero_grad");
   if (loop.stepping != SteppingHabit::every_micro_step) refuse("stepping");
@@ -290,8 +281,7 @@ nlohmann::json apply_hf_trainer(ObjectReader& root, Scenario& scenario,
   };
   if (!filled.mismatches.empty()) {
     std::vector<std::string> located;
-    for (const std::string& mismatch : filled.mismatches)
-      located.push_back("/deepspeed" + mismatch);
+    for (const std::string& mismatch : filled.mismatches) located.push_back("/deepspeed" + mismatch);
     root.fail_at(located.front().substr(0, located.front().find(' ')),
                  std::string("the Hugging Face Trainer (transformers ") + kTransformersRelease +
                      ") refuses this config at train(): " + std::to_string(located.size()) +
@@ -307,10 +297,8 @@ nlohmann::json apply_hf_trainer(ObjectReader& root, Scenario& scenario,
                      join(filled.unknown_autos));
   }
   for (const HfFilledValue& value : filled.filled) {
-    notes.push_back(at_deepspeed + value.pointer +
-                    ": \"auto\" filled by the Hugging Face "
-                    "Trainer with " +
-                    value.value.dump() + " (" + value.source + ")");
+    notes.push_back(at_deepspeed + value.pointer + ": \"auto\" filled by the Hugging Face "
+                    "Trainer with " + value.value.dump() + " (" + value.source + ")");
   }
   for (const std::string& inserted : filled.inserted) {
     notes.push_back(at_deepspeed + ": accelerate inserts " + inserted);
@@ -322,10 +310,10 @@ nlohmann::json apply_hf_trainer(ObjectReader& root, Scenario& scenario,
   nlohmann::json config = filled.config;
   if (config.is_object() && !config.contains("optimizer")) {
     config["zero_allow_untested_optimizer"] = true;
-    trainer_optimizer = hf_trainer_client_optimizer(
-        args.learning_rate, args.adam_beta1, args.adam_beta2, args.adam_epsilon, args.weight_decay);
-    notes.push_back(at_deepspeed +
-                    ": no optimizer: the Trainer passes its own torch AdamW "
+    trainer_optimizer = hf_trainer_client_optimizer(args.learning_rate, args.adam_beta1,
+                                                    args.adam_beta2, args.adam_epsilon,
+                                                    args.weight_decay);
+    notes.push_back(at_deepspeed + ": no optimizer: the Trainer passes its own torch AdamW "
                     "(learning_rate, adam_beta1/2, adam_epsilon, weight_decay of hf_trainer; "
                     "biases and LayerNorm parameters in a group without decay) and sets "
                     "zero_allow_untested_optimizer");
@@ -377,12 +365,13 @@ void read_parameter_groups_section(ObjectReader& root, Scenario& scenario, bool 
   }
   std::optional<OptimizerConfig>& optimizer = scenario.deepspeed.optimizer;
   if (!optimizer) return;  // refused or missing: reported on its own
-  optimizer->parameter_groups = read_parameter_groups(
-      root, scenario.model.options, scenario.model.frozen, *optimizer, scenario.deepspeed.warnings);
+  optimizer->parameter_groups =
+      read_parameter_groups(root, scenario.model.options, scenario.model.frozen, *optimizer,
+                            scenario.deepspeed.warnings);
   if (scenario.deepspeed.scheduler) {
-    if (auto warning = overwritten_group_lrs(
-            root.file() + ":" + root.pointer_to("parameter_groups"), optimizer->parameter_groups,
-            optimizer->lr, *scenario.deepspeed.scheduler)) {
+    if (auto warning = overwritten_group_lrs(root.file() + ":" + root.pointer_to("parameter_groups"),
+                                             optimizer->parameter_groups, optimizer->lr,
+                                             *scenario.deepspeed.scheduler)) {
       scenario.deepspeed.warnings.push_back(*warning);
     }
   }

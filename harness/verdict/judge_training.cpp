@@ -140,9 +140,8 @@ Diagnosis diagnose_divergence(const std::string& divergence, int64_t step) {
 }
 
 bool all_within(const std::vector<TensorComparison>& comparisons) {
-  return std::all_of(comparisons.begin(), comparisons.end(), [](const TensorComparison& c) {
-    return c.informational || c.within_tolerance;
-  });
+  return std::all_of(comparisons.begin(), comparisons.end(),
+                     [](const TensorComparison& c) { return c.informational || c.within_tolerance; });
 }
 
 // A low-precision model judged whole (all its elements as one vector) against the twin: a
@@ -198,14 +197,13 @@ Diagnosis diagnose_skipped_steps(const Trace& trace, const Plan& plan, const Ski
   const int64_t gas = plan.batch.gradient_accumulation_steps;
   std::string text = std::to_string(failures) + " of " + std::to_string(trace.steps.size()) +
                      " optimizer steps were skipped on overflow without being loss-scale "
-                     "calibration, the first at step " +
-                     std::to_string(failure.step);
+                     "calibration, the first at step " + std::to_string(failure.step);
   if (plan.precision == Precision::fp16) {
     text += " at loss scale " + loss_scale_text(failure.loss_scale);
   }
   if (calibration > 0) {
-    text += " (and " + std::to_string(calibration) + " calibration skip" +
-            (calibration == 1 ? "" : "s") +
+    text += " (and " + std::to_string(calibration) +
+            " calibration skip" + (calibration == 1 ? "" : "s") +
             " while the dynamic scale came down, which are DeepSpeed working)";
   }
   text += ". DeepSpeed skips the whole window (" + std::to_string(gas) + " micro-batch" +
@@ -273,8 +271,9 @@ int64_t windows_to_settle(const Plan& plan, const Trace& trace, const Golden& go
 // No fault hypothesis explains a mixed-precision mismatch. When the run is nearer the golden
 // than every fault tested, its semantics are DeepSpeed's and the extra error is rounding: with
 // gradients accumulated in fp16/bf16 across micro-steps, that is the accumulation.
-void diagnose_low_precision_accumulation(const Plan& plan, const Trace& trace, const Golden& golden,
-                                         int64_t step, double noise, Diagnosis& diagnosis) {
+void diagnose_low_precision_accumulation(const Plan& plan, const Trace& trace,
+                                         const Golden& golden, int64_t step, double noise,
+                                         Diagnosis& diagnosis) {
   const int64_t gas = plan.batch.gradient_accumulation_steps;
   if (gas <= 1 || plan.mixed.accumulate_in_fp32) return;
   const double error =
@@ -292,9 +291,9 @@ void diagnose_low_precision_accumulation(const Plan& plan, const Trace& trace, c
       " micro-steps were summed in " + dtype +
       ", rounding the running sum at every micro-step. Fix: accumulate in float32 with "
       "\"data_types\": {\"grad_accum_dtype\": \"fp32\"} (" +
-      (plan.zero_stage == 0
-           ? "DeepSpeed " + plan.deepspeed_version + " refuses it at ZeRO stage 0: use stage 1 or 2"
-           : std::string("at ZeRO stage 1 DeepSpeed then uses BF16_Optimizer")) +
+      (plan.zero_stage == 0 ? "DeepSpeed " + plan.deepspeed_version +
+                                  " refuses it at ZeRO stage 0: use stage 1 or 2"
+                            : std::string("at ZeRO stage 1 DeepSpeed then uses BF16_Optimizer")) +
       "), or accumulate fewer micro-steps";
 }
 
@@ -338,31 +337,29 @@ void diagnose_initialization_step(const Plan& plan, Diagnosis& diagnosis) {
   if (optimizer.kind == OptimizerKind::sgd) {
     effect = "with SGD the weight decay shrank the master weights once and seeded the momentum";
   } else if (optimizer.kind == OptimizerKind::lamb) {
-    effect =
-        std::string("Lamb's step count started at 1") +
-        (optimizer.bias_correction ? " (so every step used the bias correction of the next)" : "") +
-        (optimizer.weight_decay > 0.0
-             ? ", and its weight decay, scaled by a trust ratio of up to max_coeff, shrank "
-               "the float32 master weights once"
-             : std::string());
+    effect = std::string("Lamb's step count started at 1") +
+             (optimizer.bias_correction ? " (so every step used the bias correction of the next)"
+                                        : "") +
+             (optimizer.weight_decay > 0.0
+                  ? ", and its weight decay, scaled by a trust ratio of up to max_coeff, shrank "
+                    "the float32 master weights once"
+                  : std::string());
   } else {
     const double first_update =
         std::sqrt(1.0 + optimizer.beta2) / (1.0 + optimizer.beta1);  // Adam at step 2, m1 = 0
-    effect =
-        "Adam's step count started at 1, so the first real update used the bias "
-        "correction of step 2 (" +
-        format_number(first_update) + "x the intended size for betas " +
-        format_number(optimizer.beta1) + ", " + format_number(optimizer.beta2) + ")" +
-        (optimizer.weight_decay > 0.0 ? ", and weight decay shrank the float32 master "
-                                        "weights once"
-                                      : std::string());
+    effect = "Adam's step count started at 1, so the first real update used the bias "
+             "correction of step 2 (" + format_number(first_update) +
+             "x the intended size for betas " + format_number(optimizer.beta1) + ", " +
+             format_number(optimizer.beta2) + ")" +
+             (optimizer.weight_decay > 0.0 ? ", and weight decay shrank the float32 master "
+                                             "weights once"
+                                           : std::string());
   }
   diagnosis.explanation =
       "DeepSpeed " + plan.deepspeed_version + "'s FP16_Optimizer (ZeRO stage 0 with " +
       precision_name(plan.precision) +
       ") stepped the optimizer once with zero gradients when deepspeed.initialize built it "
-      "(initialize_optimizer_states): " +
-      effect +
+      "(initialize_optimizer_states): " + effect +
       "; every later step inherits it. This is DeepSpeed's behaviour, not the loop's (upstream "
       "PR #5104 \"Remove optimizer step on initialization\", released in 0.13.2, removed it "
       "from ZeRO stages 1-3 and BF16_Optimizer only). ZeRO stages 1-3 and BF16_Optimizer do "
@@ -388,11 +385,11 @@ void diagnose_learning_rate(const Plan& plan, const Trace& trace, int64_t step,
   const double intended = scheduled_lr(schedule, correct_iteration, plan.optimizer.lr);
   if (same(record.lr, intended)) return;
   const int64_t loop_steps = record.micro_step - 1;  // after each earlier micro-batch
-  const double with_loop =
-      scheduled_lr(schedule, correct_iteration + loop_steps, plan.optimizer.lr);
+  const double with_loop = scheduled_lr(schedule, correct_iteration + loop_steps, plan.optimizer.lr);
   std::string text = "optimizer step " + std::to_string(step) + " used learning rate " +
-                     format_number(record.lr) + ", where the config's " + schedule.type_as_written +
-                     " gives " + format_number(intended) + " for it";
+                     format_number(record.lr) + ", where the config's " +
+                     schedule.type_as_written + " gives " + format_number(intended) +
+                     " for it";
   if (!same(record.lr, with_loop)) {
     diagnosis.explanation = text + "; " + diagnosis.explanation;
     return;
@@ -419,9 +416,8 @@ void diagnose_learning_rate(const Plan& plan, const Trace& trace, int64_t step,
             std::to_string(steps) + (steps == 1 ? " optimizer step" : " optimizer steps");
   }
   diagnosis.explanation =
-      text +
-      ". Fix: remove the loop's lr_scheduler.step(); DeepSpeed steps the scheduler it "
-      "built from the config (or was given) inside engine.step(), once per optimizer step";
+      text + ". Fix: remove the loop's lr_scheduler.step(); DeepSpeed steps the scheduler it "
+             "built from the config (or was given) inside engine.step(), once per optimizer step";
 }
 
 // WarmupCosineLR before DeepSpeed 0.19.0 (lr_schedule.h): the first update of every param group
@@ -450,10 +446,8 @@ void diagnose_start_rate_first_group_only(const Plan& plan, const Trace& trace, 
       " writes the rate it starts from (" + format_number(start) +
       ") into the first param group only when deepspeed.initialize builds it (get_lr() returns "
       "one rate, which update_lr pairs with the groups), so the other " +
-      std::to_string(groups - 1) +
-      " group(s) took their first step at their full learning "
-      "rate (" +
-      rates + ") instead of warming up from " + format_number(start) +
+      std::to_string(groups - 1) + " group(s) took their first step at their full learning "
+      "rate (" + rates + ") instead of warming up from " + format_number(start) +
       ". A DeepSpeed bug, fixed in 0.19.0 (PR #7969, \"Fix WarmupCosineLR multi-group "
       "initialization\"). Fix: upgrade DeepSpeed to 0.19.0 or later, or give the optimizer one "
       "param group";
@@ -504,8 +498,7 @@ void diagnose_grown_scale(const Plan& plan, const Trace& trace, int64_t step,
         " raised the scale to " + loss_scale_text(record.unscaled_by) +
         " (after loss_scale_window = " + std::to_string(plan.mixed.fp16.loss_scale_window) +
         " steps without overflow) before unscaling, and divided them by the new scale: that "
-        "update used " +
-        format_number(record.loss_scale / record.unscaled_by) +
+        "update used " + format_number(record.loss_scale / record.unscaled_by) +
         "x the gradient. DeepSpeed's fp16 optimizers (FP16_Optimizer and ZeRO 1-3) call "
         "_update_scale before unscale_and_clip_grads; it happens once per loss_scale_window "
         "clean steps (DeepSpeed's default 1000). Not the loop's doing; bf16, which has no loss "
@@ -601,7 +594,8 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
   if (!trace.stopped.empty()) {
     judgement.diagnosis = diagnose_stopped_run(trace, plan);
     judgement.mismatch = "the run ended after " + std::to_string(trace.steps.size()) + " of " +
-                         std::to_string(scenario.loop.steps) + " optimizer steps: " + trace.stopped;
+                         std::to_string(scenario.loop.steps) + " optimizer steps: " +
+                         trace.stopped;
     return;
   }
   const SkipReading skips = read_skips(plan, trace, compared);
@@ -620,16 +614,14 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     // Every compared window went to calibration: nothing the run applied can be judged.
     const int64_t more = windows_to_settle(plan, trace, golden);
     judgement.not_judged =
-        "not judged: all " + std::to_string(compared) +
-        " compared optimizer steps were "
+        "not judged: all " + std::to_string(compared) + " compared optimizer steps were "
         "skipped while DeepSpeed's dynamic loss scale came down from initial_scale_power=" +
         std::to_string(plan.mixed.fp16.initial_scale_power) + " (last tried " +
         loss_scale_text(trace.steps.back().loss_scale) +
-        "), so no update was applied to compare; about " + std::to_string(more) + " more window" +
-        (more == 1 ? "" : "s") +
-        " are needed before the first update: set "
-        "golden.steps (and loop.steps) to at least " +
-        std::to_string(compared + more + 1) + " (`trainrepro new` counts these windows for you)";
+        "), so no update was applied to compare; about " + std::to_string(more) +
+        " more window" + (more == 1 ? "" : "s") + " are needed before the first update: set "
+        "golden.steps (and loop.steps) to at least " + std::to_string(compared + more + 1) +
+        " (`trainrepro new` counts these windows for you)";
     return;
   }
 
@@ -654,17 +646,18 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     }
   } else if (gradient_first) {
     const int64_t s = *judgement.first_gradient_mismatch;
-    const double noise = twin_judged ? gradients_relative_error(precision_twin->steps[s].gradients,
-                                                                golden.steps[s].gradients)
-                                     : 0.0;
+    const double noise =
+        twin_judged ? gradients_relative_error(precision_twin->steps[s].gradients,
+                                               golden.steps[s].gradients)
+                    : 0.0;
     // A hypothesis is a float64 prediction; the run that follows it also rounds the running
     // sum once per micro-step (random in sign: sqrt(GAS) unit roundoffs), which the
     // unaccumulated twin never does.
     const double hypothesis_noise =
-        twin_judged
-            ? noise + std::sqrt(static_cast<double>(plan.batch.gradient_accumulation_steps)) *
-                          unit_roundoff(plan.precision)
-            : 0.0;
+        twin_judged ? noise + std::sqrt(static_cast<double>(
+                                  plan.batch.gradient_accumulation_steps)) *
+                                  unit_roundoff(plan.precision)
+                    : 0.0;
     judgement.diagnosis =
         diagnose_gradient_mismatch(scenario, plan, trace, golden, s, hypothesis_noise);
     if (twin_judged && !judgement.diagnosis->kind) {
@@ -754,10 +747,9 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
     }
     if (training.calibration_skips > 0) {
       verdict.found += "; fp16 loss-scale calibration skipped " +
-                       std::to_string(training.calibration_skips) +
-                       " of them (the golden "
-                       "skipped the same windows), " +
-                       std::to_string(training.applied_steps) + " applied updates compared";
+                       std::to_string(training.calibration_skips) + " of them (the golden "
+                       "skipped the same windows), " + std::to_string(training.applied_steps) +
+                       " applied updates compared";
     }
     verdict.found += memory.judged
                          ? "; memory bounded: no window of steps leaves allocations alive "
@@ -769,8 +761,7 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
       verdict.found += "; model states " + format_bytes(zero.measured.total()) + " (" +
                        std::to_string(zero.model_states_ratio).substr(0, 5) +
                        "x the ZeRO formula), collectives (ring model) " +
-                       format_bytes(zero.ring_bytes_per_step) + "/step (" +
-                       std::to_string(zero.traffic_ratio).substr(0, 5) + "x)";
+                       format_bytes(zero.ring_bytes_per_step) + "/step (" + std::to_string(zero.traffic_ratio).substr(0, 5) + "x)";
     }
     if (!memory.notes.empty()) verdict.found += "; " + memory.notes;
     verdict.outcome = scenario.expect.outcome == ExpectedOutcome::pass ? Outcome::passed
