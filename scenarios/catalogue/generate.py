@@ -504,6 +504,34 @@ release_scenario(
     golden={"train_batch_size": 16, "steps": 3})
 
 
+# ZeRO 1/2 + offload_optimizer with gradient_accumulation_steps 1 and several backward() per
+# optimizer step, the boundary given by set_gradient_accumulation_boundary (as accelerate 1.8.0+
+# does for the Trainer when the config's GAS is 1): copy_grads_in_partition accumulated on the CPU
+# only when gradient_accumulation_steps > 1 (every sdist from 0.15.1 to 0.18.9), so only the last
+# backward reached the fp32 gradient. PR #7981 gates on the micro-step and the boundary (0.19.0).
+release_scenario(
+    "deepspeed-zero2-offload-several-backwards-keeps-last",
+    "DeepSpeed up to 0.18.9, ZeRO stage 2 with offload_optimizer on the CPU, a config whose "
+    "gradient_accumulation_steps is 1 and 4 backward() per optimizer step with "
+    "set_gradient_accumulation_boundary (the Hugging Face Trainer under accelerate 1.8.0+, "
+    "PR #7981): every backward but the last was dropped from the step's gradient. The setup is "
+    "correct: the reference engine and DeepSpeed 0.19.0+ train it as the golden. --engine "
+    "deepspeed skips it until the worker runs the Trainer's loop (measured with DeepSpeed "
+    "directly: 0.18.6 keeps 0.38 of the gradient's norm, 0.19.8 all of it).",
+    reference("https://github.com/deepspeedai/DeepSpeed/pull/7981", "deepspeed",
+              "<= 0.18.9 (checked from 0.15.1)", "0.19.0 (PR #7981)"),
+    reproduces_on=["0.18.6"], passes_on=["0.19.8"], reproduced_as=FAILED,
+    tags=["zero", "offload", "hf-trainer"], dtype="float32",
+    model={"name": "mlp", "options": {"dims": [12, 24, 3], "activation": "tanh"}, "seed": 61},
+    data={"name": "classification", "options": {"features": 12, "classes": 3}, "seed": 62},
+    deepspeed={"train_micro_batch_size_per_gpu": "auto", "gradient_clipping": "auto",
+               "zero_allow_untested_optimizer": True,
+               "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+    hf_trainer={"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4,
+                "learning_rate": 0.001, "max_grad_norm": 0.0, "accelerate_version": "1.8.0"},
+    golden={"train_batch_size": 8, "steps": 3})
+
+
 # ---------------------------------------------------------------------------------------------
 # The folder's README: every bug with its source, written from the files above.
 def write_readme():

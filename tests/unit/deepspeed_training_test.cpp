@@ -45,6 +45,15 @@ TEST_F(DeepSpeedTraining, MemoryExpectationIsSkippedUntilMemoryIsMeasured) {
       << *reason;
 }
 
+TEST_F(DeepSpeedTraining, HuggingFaceTrainerLoopIsSkippedNotRunAsThePlainLoop) {
+  const Scenario scenario = load_scenario(
+      "scenarios/hf-trainer/trainer-config-without-gas-key-keeps-accumulation-accelerate-1.8.0.json");
+  const auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("the Hugging Face Trainer's loop (/hf_trainer"), std::string::npos)
+      << *reason;
+}
+
 TEST_F(DeepSpeedTraining, JobCarriesTheScenarioAsWrittenAndTheGoldensFiles) {
   nlohmann::json written = valid_scenario();
   written["loop"] = {{"zero_grad", "every_micro_step"}};
