@@ -441,22 +441,26 @@ def release_scenario(name, description, ref, *, reproduces_on, passes_on, reprod
 FAILED = {"outcome": "failed"}
 adamw_no_clip = {"optimizer": ADAMW, "gradient_clipping": 0.0}
 
-# DeepSpeed 0.18.5, ZeRO stage 0 with bf16: PR #7790 removed the BF16_Optimizer fallback, so the
-# engine wrapped the optimizer in FP16_UnfusedOptimizer with a dynamic loss scale of 65536 that
-# engine.backward never applied (step() divided the gradients by it), and _take_model_step
-# zeroed gradients only under ZeRO (so they piled up across steps). Issue #7837, PR #7839 (in
-# 0.18.6: LossScaleConfig scales only fp16; the zero_optimization() gate on zero_grad removed).
+# DeepSpeed 0.18.3-0.18.5, ZeRO stage 0 with bf16 and an optimizer DeepSpeed does not fuse: the
+# engine wraps it in FP16_UnfusedOptimizer with a dynamic loss scale of 65536; from 0.18.3
+# engine.backward scales the loss only for ZeRO optimizers (0.18.2 still called the wrapper's
+# backward, which scaled it), so step() divided unscaled gradients by 65536; and
+# _take_model_step zeroed bf16 gradients only under ZeRO. Issue #7837, PR #7839 (in 0.18.6:
+# LossScaleConfig scales fp16 only; the zero_optimization() gate on zero_grad removed).
+# Measured: 0.18.3, 0.18.4 and 0.18.5 fail alike (the update is 1/65536 of SGD's); 0.18.2 trains
+# right but hands back gradients still multiplied by 65536 (bf16 is never unscaled by the judge),
+# so it is listed in neither list.
 release_scenario(
     "deepspeed-zero0-bf16-unscaled-and-never-zeroed",
-    "DeepSpeed 0.18.5 at ZeRO stage 0 with bf16 and an optimizer DeepSpeed does not fuse "
+    "DeepSpeed 0.18.3 to 0.18.5 at ZeRO stage 0 with bf16 and an optimizer DeepSpeed does not fuse "
     "(torch.optim.SGD here; issue #7837, PR #7839): the optimizer was wrapped in "
     "FP16_UnfusedOptimizer, which divided every gradient by a loss scale of 65536 "
     "that backward never applied, and the engine skipped zero_grad, so gradients accumulated "
     "across optimizer steps. The setup is correct: the reference engine and DeepSpeed 0.18.6+ "
     "train it as the golden.",
-    reference("https://github.com/deepspeedai/DeepSpeed/issues/7837", "deepspeed", "0.18.5",
-              "0.18.6 (PR #7839)"),
-    reproduces_on=["0.18.5"], passes_on=["0.18.6", "0.19.8"], reproduced_as=FAILED,
+    reference("https://github.com/deepspeedai/DeepSpeed/issues/7837", "deepspeed",
+              "0.18.3-0.18.5", "0.18.6 (PR #7839)"),
+    reproduces_on=["0.18.3", "0.18.4", "0.18.5"], passes_on=["0.18.6", "0.19.8"], reproduced_as=FAILED,
     tags=["precision"], model=MLP, data=MLP_DATA, dtype="float32",
     deepspeed={"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4,
                "gradient_clipping": 0.0, "bf16": {"enabled": True},
