@@ -4,11 +4,9 @@ release that has it and passes on one that does not, and the reference engine pa
 Usage: check_release_bug.py TRAINREPRO SCENARIO AFFECTED FIXED
 Runs SCENARIO on the reference engine (must pass), then with `--engine deepspeed` on AFFECTED
 (must be `reproduced`, the console naming reproduces_on) and on FIXED (must be `passed`, naming
-passes_on). A release is taken from trainrepro's cache (deepspeed-VERSION/, as
-`--engine deepspeed==VERSION` installs it) through tests/deepspeed_oracle/release_python.
-Exit 0 as expected, 1 not, 3 a run gave no result, 77 (CTest SKIP) a release is not installed
-and TRAINREPRO_OFFLINE=1 forbids installing it (or no installer is available: the message says
-how to install).
+passes_on), each as `--engine deepspeed==VERSION`, which installs a release missing from
+trainrepro's cache on first use. Exit 0 as expected, 1 not, 3 a run gave no result, 77 (CTest
+SKIP) a release is not installed and TRAINREPRO_OFFLINE=1 forbids installing it.
 """
 import json
 import os
@@ -51,12 +49,9 @@ def main():
         return 2
     trainrepro, scenario, affected, fixed = sys.argv[1:]
     missing = [r for r in (affected, fixed) if not installed(r)]
-    if missing:
-        how = ("TRAINREPRO_OFFLINE=1 forbids installing them"
-               if os.environ.get("TRAINREPRO_OFFLINE") == "1" else
-               "install each with python/trainrepro_worker/install_release.py VERSION "
-               f"{cache()}/deepspeed-VERSION (or run `--engine deepspeed==VERSION` once)")
-        print(f"SKIP: DeepSpeed {', '.join(missing)} not installed in {cache()}; {how}")
+    if missing and os.environ.get("TRAINREPRO_OFFLINE") == "1":
+        print(f"SKIP: DeepSpeed {', '.join(missing)} not installed in {cache()}, and "
+              "TRAINREPRO_OFFLINE=1 forbids installing it")
         return SKIP
     failures = []
     reference, output, seconds = run(trainrepro, scenario, [], dict(os.environ))
@@ -68,10 +63,8 @@ def main():
         failures.append(f"the reference engine says {reference['outcome']}, not passed")
     for release, wanted, listed in ((affected, "reproduced", "reproduces_on"),
                                     (fixed, "passed", "passes_on")):
-        env = dict(os.environ, TRAINREPRO_DEEPSPEED_RELEASE=release,
-                   TRAINREPRO_DEEPSPEED_PYTHON=str(ROOT / "tests" / "deepspeed_oracle" /
-                                                   "release_python"))
-        result, output, seconds = run(trainrepro, scenario, ["--engine", "deepspeed"], env)
+        result, output, seconds = run(trainrepro, scenario,
+                                      ["--engine", f"deepspeed=={release}"], dict(os.environ))
         if result is None:
             print(f"FAIL: DeepSpeed {release} wrote no result:\n{output}")
             return 3
