@@ -481,7 +481,7 @@ release_scenario(
     "and DeepSpeed 0.19.0+ train it as the golden.",
     reference("https://github.com/deepspeedai/DeepSpeed/pull/7967", "deepspeed",
               "0.15.2-0.18.9 (since PR #6550)", "0.19.0 (PR #7967)"),
-    reproduces_on=["0.18.6"], passes_on=["0.19.8"], reproduced_as=FAILED,
+    reproduces_on=["0.18.2", "0.18.6"], passes_on=["0.19.8"], reproduced_as=FAILED,
     tags=["zero", "offload"], model=MLP, data=MLP_DATA, dtype="float32",
     deepspeed=dict(adamw_no_clip, train_batch_size=16, train_micro_batch_size_per_gpu=4,
                    zero_optimization={"stage": 2, "offload_optimizer": {"device": "cpu"}}),
