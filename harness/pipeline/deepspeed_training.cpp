@@ -51,6 +51,11 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
   if (std::holds_alternative<TorchScriptOptions>(scenario.model.options)) {
     return not_yet + "TorchScript user models (torch.jit.load in the worker)";
   }
+  // The worker would hand DeepSpeed the pasted config, "auto"s unfilled, and run its own loop.
+  if (scenario.trainer) {
+    return not_yet + "the Hugging Face Trainer's loop (/hf_trainer: its filled \"auto\"s, its "
+                     "loss division and set_gradient_accumulation_boundary)";
+  }
   if (!scenario.model.frozen.empty()) {
     return not_yet + "frozen parameters (model.frozen)";
   }

@@ -106,6 +106,9 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
          << " " << printable(reference.affected) << "; fixed: " << printable(reference.fixed)
          << ")\n";
   }
+  if (!result.release_expectation.empty()) {
+    out_ << "    release:   " << printable(result.release_expectation) << "\n";
+  }
   if (result.zero) out_ << "    " << zero_line(*result.zero) << "\n";
   for (const std::string& warning : result.warnings) {
     out_ << "    warning: " << printable(warning) << "\n";

@@ -202,6 +202,9 @@ std::string junit_xml(const std::vector<ScenarioResult>& results, const RunProve
       }
       if (result->engine != kReferenceEngine) {
         write_property(xml, name + ".engine", result->engine);
+        if (!result->release_expectation.empty()) {
+          write_property(xml, name + ".release_expectation", result->release_expectation);
+        }
       }
       if (!result->verdict.diagnosis.empty()) {
         write_property(xml, name + ".diagnosis", result->verdict.diagnosis);

@@ -297,6 +297,9 @@ nlohmann::json result_to_json(const ScenarioResult& result, const RunProvenance&
       {"torch_version", result.torch_version},
       {"deepspeed_version", result.deepspeed_version},
       {"engine", result.engine},
+      {"release_expectation", result.release_expectation.empty()
+                                  ? nlohmann::json(nullptr)
+                                  : nlohmann::json(result.release_expectation)},
       {"scenario",
        {{"name", result.name},
         {"file", result.file},

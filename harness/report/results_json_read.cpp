@@ -442,6 +442,10 @@ ScenarioResult result_from_json(const nlohmann::json& value, const std::string& 
   result.deepspeed_version = json.text("deepspeed_version");
   // Absent in results written before `run --engine` existed: the reference engine trained them.
   result.engine = json.has("engine") ? json.text("engine") : std::string(kReferenceEngine);
+  // Null unless `--engine deepspeed` ran a scenario with "deepspeed_releases"; absent before.
+  if (json.has("release_expectation") && !json.is_null("release_expectation")) {
+    result.release_expectation = json.text("release_expectation");
+  }
   const ResultsObject scenario = json.object("scenario");
   result.name = scenario.text("name");
   result.file = scenario.text("file");

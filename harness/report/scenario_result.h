@@ -36,6 +36,10 @@ struct ScenarioResult {
   // What trained it: kReferenceEngine, or the real DeepSpeed as
   // "deepspeed 0.19.8 (torch 2.11.0, python 3.11.7)" (`run --engine deepspeed`).
   std::string engine = kReferenceEngine;
+  // `--engine deepspeed` on a scenario with "deepspeed_releases": which list the installed
+  // release is in and so what was expected ("DeepSpeed 0.18.5 is in …/reproduces_on: …"); empty
+  // otherwise.
+  std::string release_expectation;
   double seconds = 0.0;           // everything, loading included
   double golden_seconds = 0.0;
   double training_seconds = 0.0;

@@ -646,6 +646,17 @@ void read_zero_optimization(ObjectReader& section, const DeepSpeedRelease& relea
   // Every key but the stage is ignored here (warned about before the offload sections are
   // looked into, which would count them as read).
   const std::vector<std::string> outside = keys_outside_schema(release, "/zero_optimization", value);
+  // Offload moves optimizer states (or parameters) and the step to the CPU: where values live,
+  // not what they are, so the reference engine's results stand for DeepSpeed's with it; the real
+  // engine (`--engine deepspeed`) runs it, and its offload bugs (catalogue) show there.
+  for (const std::string offload : {"offload_optimizer", "offload_param"}) {
+    if (!zero.has(offload) || !zero.required_value(offload).is_object()) continue;
+    zero.note_known(offload);
+    result.warnings.push_back(
+        zero.file() + ":" + zero.pointer_to(offload) +
+        ": placement only: the reference engine keeps these tensors where they are, which "
+        "changes no value; --engine deepspeed runs the offload itself");
+  }
   warn_about_unread_keys(zero, "ZeRO option not implemented by the reference engine; ignored",
                          result.warnings, std::set<std::string>(outside.begin(), outside.end()));
   for (const std::string offload : {"offload_param", "offload_optimizer"}) {

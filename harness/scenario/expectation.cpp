@@ -11,6 +11,14 @@ const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings() {
   return spellings;
 }
 
+const EnumSpellings<ExpectedOutcome>& reproduced_as_spellings() {
+  static const EnumSpellings<ExpectedOutcome> spellings = {
+      {ExpectedOutcome::failure, "failed"},
+      {ExpectedOutcome::diagnosis, "diagnosis"},
+  };
+  return spellings;
+}
+
 const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
   static const EnumSpellings<DiagnosisKind> spellings = {
       {DiagnosisKind::no_accumulation, "no_accumulation"},
@@ -60,8 +68,20 @@ Expectation read_expectation(ObjectReader& expect) {
     case ExpectedOutcome::diagnosis:
       expectation.diagnosis = expect.required_enum("diagnosis", diagnosis_spellings());
       break;
+    case ExpectedOutcome::failure:  // not among expected_outcome_spellings()
+      break;
   }
   expect.reject_unknown_keys();
+  return expectation;
+}
+
+Expectation read_reproduced_as(ObjectReader& reproduced_as) {
+  Expectation expectation;
+  expectation.outcome = reproduced_as.required_enum("outcome", reproduced_as_spellings());
+  if (expectation.outcome == ExpectedOutcome::diagnosis) {
+    expectation.diagnosis = reproduced_as.required_enum("diagnosis", diagnosis_spellings());
+  }
+  reproduced_as.reject_unknown_keys();
   return expectation;
 }
 

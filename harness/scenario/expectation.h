@@ -8,7 +8,10 @@
 
 namespace trainrepro {
 
-enum class ExpectedOutcome { pass, config_error, diagnosis };
+// failure: a mismatch with the golden, whatever explains it. Only "reproduced_as" in
+// "deepspeed_releases" asks for it (a DeepSpeed bug whose symptom no diagnosis names yet); a
+// scenario's own "expect" names what it expects.
+enum class ExpectedOutcome { pass, config_error, diagnosis, failure };
 
 // The named explanations of a gradient mismatch that a reproduction scenario can expect.
 enum class DiagnosisKind {
@@ -55,11 +58,15 @@ struct Expectation {
   std::optional<DiagnosisKind> diagnosis;       // when outcome == diagnosis
 };
 
-const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings();
+const EnumSpellings<ExpectedOutcome>& expected_outcome_spellings();  // "expect"'s three
+const EnumSpellings<ExpectedOutcome>& reproduced_as_spellings();     // "failed", "diagnosis"
 const EnumSpellings<DiagnosisKind>& diagnosis_spellings();
 
 // Reads "expect": {"outcome": "pass"} | {"outcome": "config_error", "error": NAME}
 //                | {"outcome": "diagnosis", "diagnosis": NAME}.
 Expectation read_expectation(ObjectReader& expect);
+
+// Reads "reproduced_as": {"outcome": "failed"} | {"outcome": "diagnosis", "diagnosis": NAME}.
+Expectation read_reproduced_as(ObjectReader& reproduced_as);
 
 }  // namespace trainrepro

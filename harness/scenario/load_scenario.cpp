@@ -531,6 +531,18 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
     ObjectReader expect = root.required_object("expect");
     scenario.expect = read_expectation(expect);
   }
+  root.note_known("deepspeed_releases");
+  if (root.has("deepspeed_releases")) {
+    ObjectReader releases = root.required_object("deepspeed_releases");
+    scenario.deepspeed_releases = read_release_outcomes(releases);
+    // The setup is the user's correct one; only a DeepSpeed release with the bug fails it.
+    if (scenario.expect.outcome != ExpectedOutcome::pass) {
+      root.fail("deepspeed_releases",
+                "a scenario of a DeepSpeed implementation bug describes a correct setup: its "
+                "/expect/outcome must be \"pass\" (what the reference engine shows), and "
+                "/deepspeed_releases/reproduced_as says what a release with the bug shows");
+    }
+  }
   scenario.performance = read_performance_section(root, document);
 
   root.reject_unknown_keys();

@@ -26,6 +26,8 @@ std::string describe_expectation(const Expectation& expectation) {
              std::string(spelling_of(*expectation.config_error, config_error_spellings()));
     case ExpectedOutcome::diagnosis:
       return "diagnosis " + std::string(spelling_of(*expectation.diagnosis, diagnosis_spellings()));
+    case ExpectedOutcome::failure:
+      return "a mismatch with the golden (no diagnosis named)";
   }
   return "?";
 }

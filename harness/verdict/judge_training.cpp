@@ -777,7 +777,11 @@ Verdict judge_run(const Scenario& scenario, const Plan& plan, const Trace& trace
       scenario.expect.outcome == ExpectedOutcome::diagnosis &&
       std::find(kinds.begin(), kinds.end(), scenario.expect.diagnosis) != kinds.end();
   const bool unexplained_found = std::find(kinds.begin(), kinds.end(), std::nullopt) != kinds.end();
-  verdict.outcome = expected_found && !unexplained_found ? Outcome::reproduced : Outcome::failed;
+  // An expected failure without a name is reproduced by any mismatch, explained or not.
+  const bool any_failure_expected = scenario.expect.outcome == ExpectedOutcome::failure;
+  verdict.outcome = any_failure_expected || (expected_found && !unexplained_found)
+                        ? Outcome::reproduced
+                        : Outcome::failed;
   return verdict;
 }
 

@@ -422,17 +422,143 @@ pair(bug, fixed)
 
 
 # ---------------------------------------------------------------------------------------------
+# DeepSpeed's own implementation bugs. The user's setup is correct, so one scenario per bug
+# (its "expect" is pass, which the reference engine meets); "deepspeed_releases" says on which
+# releases `run --engine deepspeed==VERSION` shows the bug and on which it passes. Releases were
+# read from the sdists on PyPI (the files each fix touches, compared release by release).
+# gradient_clipping is written out (0) because its default moved in 0.19.3: only the bug may
+# differ between the releases.
+def release_scenario(name, description, ref, *, reproduces_on, passes_on, reproduced_as,
+                     tags=(), **settings):
+    body = scenario(name, description, ref, PASS, tags=["deepspeed-release"] + list(tags),
+                    **settings)
+    body["tags"] = [t for t in body["tags"] if t != "fixed-twin"]
+    body["deepspeed_releases"] = {"reproduces_on": reproduces_on, "passes_on": passes_on,
+                                  "reproduced_as": reproduced_as}
+    (HERE / f"{body['name']}.json").write_text(json.dumps(body, indent=2) + "\n")
+
+
+FAILED = {"outcome": "failed"}
+adamw_no_clip = {"optimizer": ADAMW, "gradient_clipping": 0.0}
+
+# DeepSpeed 0.18.3-0.18.5, ZeRO stage 0 with bf16 and an optimizer DeepSpeed does not fuse: the
+# engine wraps it in FP16_UnfusedOptimizer with a dynamic loss scale of 65536; from 0.18.3
+# engine.backward scales the loss only for ZeRO optimizers (0.18.2 still called the wrapper's
+# backward, which scaled it), so step() divided unscaled gradients by 65536; and
+# _take_model_step zeroed bf16 gradients only under ZeRO. Issue #7837, PR #7839 (in 0.18.6:
+# LossScaleConfig scales fp16 only; the zero_optimization() gate on zero_grad removed).
+# Measured: 0.18.3, 0.18.4 and 0.18.5 fail alike (the update is 1/65536 of SGD's); 0.18.2 trains
+# right but hands back gradients still multiplied by 65536 (bf16 is never unscaled by the judge),
+# so it is listed in neither list.
+release_scenario(
+    "deepspeed-zero0-bf16-unscaled-and-never-zeroed",
+    "DeepSpeed 0.18.3 to 0.18.5 at ZeRO stage 0 with bf16 and an optimizer DeepSpeed does not fuse "
+    "(torch.optim.SGD here; issue #7837, PR #7839): the optimizer was wrapped in "
+    "FP16_UnfusedOptimizer, which divided every gradient by a loss scale of 65536 "
+    "that backward never applied, and the engine skipped zero_grad, so gradients accumulated "
+    "across optimizer steps. The setup is correct: the reference engine and DeepSpeed 0.18.6+ "
+    "train it as the golden.",
+    reference("https://github.com/deepspeedai/DeepSpeed/issues/7837", "deepspeed",
+              "0.18.3-0.18.5", "0.18.6 (PR #7839)"),
+    reproduces_on=["0.18.3", "0.18.4", "0.18.5"], passes_on=["0.18.6", "0.19.8"], reproduced_as=FAILED,
+    tags=["precision"], model=MLP, data=MLP_DATA, dtype="float32",
+    deepspeed={"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4,
+               "gradient_clipping": 0.0, "bf16": {"enabled": True},
+               "optimizer": {"type": "SGD", "params": {"lr": 0.1}}},
+    golden={"train_batch_size": 16, "steps": 3})
+
+# ZeRO 1/2 with the optimizer offloaded to the CPU: PR #6550 (0.15.2) made
+# async_accumulate_grad_in_cpu_via_gpu copy the gradient to the CPU buffer only at micro-step 0
+# and, after it, add the buffer into the device gradient without copying the sum back, so every
+# micro-step after the first was dropped from the window's gradient. PR #7967 copies back on
+# every micro-step (first in 0.19.0).
+release_scenario(
+    "deepspeed-zero2-offload-drops-later-micro-steps",
+    "DeepSpeed 0.15.2 to 0.18.9, ZeRO stage 2 with offload_optimizer on the CPU and 4 "
+    "micro-batches per step (PR #7967, bug from PR #6550): the CPU accumulation buffer kept "
+    "only the first micro-batch's gradient, so the gradients of later micro-steps were lost "
+    "and the gradient norm was artificially small. The setup is correct: the reference engine "
+    "and DeepSpeed 0.19.0+ train it as the golden.",
+    reference("https://github.com/deepspeedai/DeepSpeed/pull/7967", "deepspeed",
+              "0.15.2-0.18.9 (since PR #6550)", "0.19.0 (PR #7967)"),
+    reproduces_on=["0.18.2", "0.18.6"], passes_on=["0.19.8"], reproduced_as=FAILED,
+    tags=["zero", "offload"], model=MLP, data=MLP_DATA, dtype="float32",
+    deepspeed=dict(adamw_no_clip, train_batch_size=16, train_micro_batch_size_per_gpu=4,
+                   zero_optimization={"stage": 2, "offload_optimizer": {"device": "cpu"}}),
+    golden={"train_batch_size": 16, "steps": 3})
+
+# BF16_Optimizer (bf16, ZeRO stage 1, fp32 gradient accumulation): the engine ran the
+# optimizer's backward_epilogue (which adds the micro-batch's bf16 gradient into the fp32
+# accumulator) after allreduce_gradients, so at the boundary the last micro-batch's gradient was
+# added after the all-reduce: each rank kept its own. PR #7985 runs the epilogue first (0.19.0).
+# That ordering is in _backward_epilogue from 0.18.3, but run here 0.18.2-0.18.4 train it as the
+# golden and 0.18.5 is the first that fails (0.18.5's engine.backward reaches the epilogue
+# through queue_post_backward_callback; not confirmed as the cause).
+release_scenario(
+    "deepspeed-bf16-optimizer-zero1-boundary-not-reduced",
+    "DeepSpeed 0.18.5 to 0.18.9, bf16 at ZeRO stage 1 with fp32 gradient accumulation "
+    "(BF16_Optimizer) on 2 ranks (PR #7985): the boundary micro-batch's gradient was added to "
+    "the fp32 accumulator after the all-reduce, so each rank stepped with its own last "
+    "micro-batch instead of the ranks' average. The setup is correct: the reference engine and "
+    "DeepSpeed 0.19.0+ train it as the golden.",
+    reference("https://github.com/deepspeedai/DeepSpeed/pull/7985", "deepspeed",
+              "0.18.5-0.18.9 (run; the PR says 0.18.6-0.18.10)", "0.19.0 (PR #7985)"),
+    reproduces_on=["0.18.5", "0.18.6"], passes_on=["0.18.2", "0.18.3", "0.18.4", "0.19.8"], reproduced_as=FAILED,
+    tags=["precision", "zero"], model=MLP, data=MLP_DATA, dtype="float32", world=2,
+    deepspeed=dict(adamw_no_clip, train_batch_size=16, train_micro_batch_size_per_gpu=4,
+                   bf16={"enabled": True}, zero_optimization={"stage": 1},
+                   data_types={"grad_accum_dtype": "fp32"}),
+    golden={"train_batch_size": 16, "steps": 3})
+
+
+# ZeRO 1/2 + offload_optimizer with gradient_accumulation_steps 1 and several backward() per
+# optimizer step, the boundary given by set_gradient_accumulation_boundary (as accelerate 1.8.0+
+# does for the Trainer when the config's GAS is 1): copy_grads_in_partition accumulated on the CPU
+# only when gradient_accumulation_steps > 1 (every sdist from 0.15.1 to 0.18.9), so only the last
+# backward reached the fp32 gradient. PR #7981 gates on the micro-step and the boundary (0.19.0).
+release_scenario(
+    "deepspeed-zero2-offload-several-backwards-keeps-last",
+    "DeepSpeed up to 0.18.9, ZeRO stage 2 with offload_optimizer on the CPU, a config whose "
+    "gradient_accumulation_steps is 1 and 4 backward() per optimizer step with "
+    "set_gradient_accumulation_boundary (the Hugging Face Trainer under accelerate 1.8.0+, "
+    "PR #7981): every backward but the last was dropped from the step's gradient. The setup is "
+    "correct: the reference engine and DeepSpeed 0.19.0+ train it as the golden. --engine "
+    "deepspeed skips it until the worker runs the Trainer's loop (measured with DeepSpeed "
+    "directly: 0.18.6 keeps 0.38 of the gradient's norm, 0.19.8 all of it).",
+    reference("https://github.com/deepspeedai/DeepSpeed/pull/7981", "deepspeed",
+              "<= 0.18.9 (checked from 0.15.1)", "0.19.0 (PR #7981)"),
+    reproduces_on=["0.18.6"], passes_on=["0.19.8"], reproduced_as=FAILED,
+    tags=["zero", "offload", "hf-trainer"], dtype="float32",
+    model={"name": "mlp", "options": {"dims": [12, 24, 3], "activation": "tanh"}, "seed": 61},
+    data={"name": "classification", "options": {"features": 12, "classes": 3}, "seed": 62},
+    deepspeed={"train_micro_batch_size_per_gpu": "auto", "gradient_clipping": "auto",
+               "zero_allow_untested_optimizer": True,
+               "zero_optimization": {"stage": 2, "offload_optimizer": {"device": "cpu"}}},
+    hf_trainer={"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4,
+                "learning_rate": 0.001, "max_grad_norm": 0.0, "accelerate_version": "1.8.0"},
+    golden={"train_batch_size": 8, "steps": 3})
+
+
+# ---------------------------------------------------------------------------------------------
 # The folder's README: every bug with its source, written from the files above.
 def write_readme():
     rows = []
     for path in sorted(HERE.glob("*.json")):
         body = json.loads(path.read_text())
-        if body["expect"].get("outcome") == "pass":
+        releases = body.get("deepspeed_releases")
+        if body["expect"].get("outcome") == "pass" and not releases:
             continue
         ref = body["reference"]
+        if releases:
+            shown = releases["reproduced_as"]
+            shown = f"`{shown['diagnosis']}`" if shown["outcome"] == "diagnosis" else "failed"
+            shown += (f" on {', '.join(releases['reproduces_on'])}; passes on "
+                      f"{', '.join(releases['passes_on'])}")
+        else:
+            shown = f"`{body['expect']['diagnosis']}`"
         rows.append(f"| [`{body['name']}`]({path.name}) | {ref['project']} | "
                     f"[{ref['url'].split('github.com/')[-1]}]({ref['url']}) | {ref['affected']} | "
-                    f"{ref['fixed']} | `{body['expect']['diagnosis']}` |")
+                    f"{ref['fixed']} | {shown} |")
     (HERE / "README.md").write_text(
         "# Catalogue of real bugs\n\n"
         "Each entry reproduces a publicly reported DeepSpeed, transformers or accelerate bug about\n"
@@ -440,6 +566,11 @@ def write_readme():
         "a twin, `<name>-fixed.json`, that applies the fix and passes. Every file cites its source in\n"
         "`\"reference\"` (shown beside the verdict). Written by `generate.py`; run\n"
         "`build/trainrepro run scenarios/catalogue` to see each one reproduced and each fix pass.\n\n"
+        "Bugs in DeepSpeed's own code (tag `deepspeed-release`) are one correct setup each, with no\n"
+        "twin: the reference engine passes it, and `\"deepspeed_releases\"` names the releases on\n"
+        "which `run --engine deepspeed==VERSION` reproduces the bug and those on which it passes\n"
+        "(`scenarios/README.md`); the last column says which. Their releases were read from the\n"
+        "sdists on PyPI, release by release, in the files each fix touches.\n\n"
         "Leads that could not be catalogued, and why: `NOT-CATALOGUED.md`.\n\n"
         "| scenario | project | reported | affected | fixed | diagnosis |\n"
         "| --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows) + "\n")

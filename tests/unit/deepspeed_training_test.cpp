@@ -45,6 +45,15 @@ TEST_F(DeepSpeedTraining, MemoryExpectationIsSkippedUntilMemoryIsMeasured) {
       << *reason;
 }
 
+TEST_F(DeepSpeedTraining, HuggingFaceTrainerLoopIsSkippedNotRunAsThePlainLoop) {
+  const Scenario scenario = load(nlohmann::json::parse(
+      R"({"model": {"name": "mlp", "options": {"dims": [12, 24, 3], "activation": "tanh"}, "seed": 61}, "data": {"name": "classification", "options": {"features": 12, "classes": 3}, "seed": 62}, "deepspeed": {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}}, "hf_trainer": {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4, "learning_rate": 0.001, "accelerate_version": "1.8.0"}, "golden": {"train_batch_size": 8, "steps": 3}, "expect": {"outcome": "pass"}, "name": "trainer", "description": "A Trainer run."})"));
+  const auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("the Hugging Face Trainer's loop (/hf_trainer"), std::string::npos)
+      << *reason;
+}
+
 TEST_F(DeepSpeedTraining, JobCarriesTheScenarioAsWrittenAndTheGoldensFiles) {
   nlohmann::json written = valid_scenario();
   written["loop"] = {{"zero_grad", "every_micro_step"}};

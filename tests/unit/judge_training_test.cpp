@@ -67,6 +67,21 @@ TEST_F(JudgeTraining, ExpectedBugThatIsAbsentIsNotReproduced) {
             Outcome::not_reproduced);
 }
 
+// "reproduced_as": {"outcome": "failed"} (deepspeed_releases): any mismatch, explained or not,
+// reproduces it; a clean run does not.
+TEST_F(JudgeTraining, ExpectedUnnamedFailureIsReproducedByAnyMismatch) {
+  scenario_.expect = {ExpectedOutcome::failure, std::nullopt, std::nullopt};
+  TrainingJudgement clean;
+  EXPECT_EQ(judge_run(scenario_, plan_, trace_, golden_, clean, memory_, zero_).outcome,
+            Outcome::not_reproduced);
+  for (at::Tensor& gradient : trace_.steps[0].gradients) gradient.mul_(1.7);
+  TrainingJudgement judgement;
+  const Verdict verdict = judge_run(scenario_, plan_, trace_, golden_, judgement, memory_, zero_);
+  EXPECT_EQ(verdict.outcome, Outcome::reproduced) << verdict.found;
+  EXPECT_EQ(verdict.expected, "a mismatch with the golden (no diagnosis named)");
+  EXPECT_NE(verdict.found.find("norm ratio 1.7"), std::string::npos) << verdict.found;
+}
+
 TEST_F(JudgeTraining, ParameterOnlyMismatchBlamesTheOptimizerUpdate) {
   trace_.steps[1].parameters[0].add_(1e-3);
   TrainingJudgement judgement;

@@ -97,6 +97,24 @@ TEST(ResultsRoundTrip, NanAndInfinityReadBackAsNan) {
   EXPECT_TRUE(std::isnan(read.training->steps[0].loss));
 }
 
+// `--engine deepspeed` on a "deepspeed_releases" scenario: which list decided is kept; null (and
+// an absent key, from older results) reads back as none.
+TEST(ResultsRoundTrip, ReleaseExpectationReadsBack) {
+  ScenarioResult result = run_shipped("accumulation/gas-missing.json");
+  const nlohmann::json none = result_to_json(result, kProvenance);
+  EXPECT_TRUE(none.at("release_expectation").is_null());
+  EXPECT_EQ(result_from_json(none, "results.json").release_expectation, "");
+  result.release_expectation =
+      "DeepSpeed 0.18.5 is in /deepspeed_releases/reproduces_on: the "
+      "bug is expected (failed)";
+  const ScenarioResult read = result_from_json(
+      nlohmann::json::parse(result_to_json(result, kProvenance).dump()), "results.json");
+  EXPECT_EQ(read.release_expectation, result.release_expectation);
+  nlohmann::json older = none;
+  older.erase("release_expectation");
+  EXPECT_EQ(result_from_json(older, "results.json").release_expectation, "");
+}
+
 std::string refusal_of(const nlohmann::json& json) {
   try {
     result_from_json(json, "results/x.json");

@@ -336,6 +336,23 @@ TEST_F(ScenarioLoading, RootThatIsNotAnObjectIsRejected) {
   EXPECT_EQ(error_of_text("[1, 2]"), path_ + ": expected an object, found an array of 2 values");
 }
 
+TEST_F(ScenarioLoading, OffloadIsAcceptedAsPlacementOnly) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"]["zero_optimization"] = {{"stage", 2},
+                                                {"offload_optimizer", {{"device", "cpu"}}}};
+  const Scenario loaded = load_scenario(write("s.json", scenario.dump()));
+  ASSERT_EQ(loaded.deepspeed.warnings.size(), 1u);
+  EXPECT_EQ(loaded.deepspeed.warnings[0],
+            loaded.file +
+                ":/deepspeed/zero_optimization/offload_optimizer: placement only: the reference "
+                "engine keeps these tensors where they are, which changes no value; --engine "
+                "deepspeed runs the offload itself");
+  scenario["deepspeed"]["zero_optimization"]["offload_optimizer"]["devise"] = "cpu";
+  // A typo inside the offload section is still DeepSpeed's refusal (pydantic forbids it).
+  const Scenario typo = load_scenario(write("typo.json", scenario.dump()));
+  ASSERT_TRUE(typo.deepspeed.refused_while_reading.has_value());
+}
+
 TEST_F(ScenarioLoading, UnimplementedDeepSpeedKeysBecomeWarnings) {
   nlohmann::json scenario = valid_scenario();
   scenario["deepspeed"]["activation_checkpointing"] = {{"partition_activations", true}};
