@@ -75,6 +75,14 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
   if (plan.optimizer.kind == OptimizerKind::lamb) {
     return std::string("skipped: --engine deepspeed: DeepSpeed's FusedLamb has no CPU kernel");
   }
+  if (scenario.loop.evaluation && scenario.loop.evaluation->backward) {
+    // Measured with 0.19.8: engine.backward's hooks raise "Direct calls to tensor.backward()
+    // are not supported in this configuration" at ZeRO stage 0, so the user's loop stops at
+    // its first evaluation instead of leaking.
+    return not_yet +
+           "an evaluation that calls loss.backward() (/loop/evaluation/backward): DeepSpeed "
+           "raises on a direct tensor.backward() outside engine.backward";
+  }
   const std::string memory = memory_not_judged_on_deepspeed(scenario);
   if (!memory.empty()) return not_yet + memory;
   if (scenario.loop.clip_grad_norm > 0.0) {

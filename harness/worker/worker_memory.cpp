@@ -24,8 +24,8 @@ int64_t integer(const nlohmann::json& object, const char* key, const std::string
   }
   const int64_t number = value.get<int64_t>();
   if (number < minimum) {
-    throw WorkerTraceError(where + "/" + key + ": " + std::to_string(number) +
-                           " is below " + std::to_string(minimum));
+    throw WorkerTraceError(where + "/" + key + ": " + std::to_string(number) + " is below " +
+                           std::to_string(minimum));
   }
   return number;
 }

@@ -52,6 +52,15 @@ TEST_F(DeepSpeedTraining, GatheredParametersAreSkippedWithTheReason) {
   EXPECT_NE(reason->find("/loop/keep \"gathered_parameters\""), std::string::npos) << *reason;
 }
 
+TEST_F(DeepSpeedTraining, EvaluationCallingBackwardIsSkippedWithTheReason) {
+  nlohmann::json written = valid_scenario();
+  written["loop"] = {{"evaluation", {{"no_grad", false}, {"backward", true}}}};
+  const Scenario scenario = load(written);
+  const auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("/loop/evaluation/backward"), std::string::npos) << *reason;
+}
+
 TEST_F(DeepSpeedTraining, ModelStateFiguresAndPeakBudgetsAreSkippedWithTheReason) {
   nlohmann::json written = valid_scenario();
   written["expect"] = {{"outcome", "diagnosis"}, {"diagnosis", "model_states_differ_from_zero"}};

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -307,7 +307,9 @@ TEST_F(WorkerTraceFiles, BadMemoryFieldsNameTheirPlace) {
        "trace.json:/memory/samples/4/optimizer_step: 3 is beyond the 2 optimizer steps"},
       {[](nlohmann::json& m) { m["live_at_end"][1] = {4}; },
        "trace.json:/memory/live_at_end/1: expected [bytes, birth_step] as integers"},
-      {[](nlohmann::json& m) { m["live_at_end"][1] = {4, 9}; },
+      {[](nlohmann::json& m) {
+         m["live_at_end"][1] = {4, 9};
+       },
        "trace.json:/memory/live_at_end/1: [4,9] is out of range"},
       {[](nlohmann::json& m) { m.erase("tensor_bookkeeping_bytes"); },
        "trace.json:/memory/tensor_bookkeeping_bytes: missing"},
@@ -317,8 +319,8 @@ TEST_F(WorkerTraceFiles, BadMemoryFieldsNameTheirPlace) {
     spoil(json["memory"]);
     write_json(json);
     const std::string error = error_of_read();
-    EXPECT_NE(error.find(expected), std::string::npos) << "expected " << expected << "\n  got "
-                                                       << error;
+    EXPECT_NE(error.find(expected), std::string::npos)
+        << "expected " << expected << "\n  got " << error;
   }
 }
 
