@@ -59,7 +59,7 @@ struct MemorySnapshot {
 
 struct Trace {
   std::vector<std::string> parameter_names;
-  int64_t parameter_numel = 0;  // Ψ
+  int64_t parameter_numel = 0;    // Ψ
   // Elements of each parameter a checkpointed block holds (recomputed in backward), in
   // parameter order; empty without activation checkpointing.
   std::vector<int64_t> recomputed_parameter_numels;

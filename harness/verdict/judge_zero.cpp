@@ -115,8 +115,9 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   // like any parameter there); no gradient, no optimizer state.
   const int64_t frozen_numel = padded_numel_from_shapes(
       plan.zero_stage >= 3 ? 3 : 0, plan.batch.world_size, trace.frozen_parameter_numels);
-  judgement.expected.parameters += judgement.bytes_per_parameter.parameters * frozen_numel /
-                                   (plan.zero_stage >= 3 ? plan.batch.world_size : 1);
+  judgement.expected.parameters +=
+      judgement.bytes_per_parameter.parameters * frozen_numel /
+      (plan.zero_stage >= 3 ? plan.batch.world_size : 1);
   judgement.expected_paper = expected_model_states(
       plan.zero_stage, plan.batch.world_size, trace.parameter_numel, judgement.bytes_per_parameter);
   judgement.model_states_ratio = ratio(judgement.measured.total(), judgement.expected.total());
@@ -143,8 +144,8 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
       scalar_reductions = 1;
     }
   }
-  const int64_t recomputed_numel = padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size,
-                                                            trace.recomputed_parameter_numels);
+  const int64_t recomputed_numel = padded_numel_from_shapes(
+      plan.zero_stage, plan.batch.world_size, trace.recomputed_parameter_numels);
   judgement.expected_ring_bytes_per_step = expected_ring_bytes_per_step(
       plan.zero_stage, plan.batch.world_size, accumulation_window(plan),
       judgement.partitioned_numel * judgement.bytes_per_parameter.parameters,
@@ -161,8 +162,9 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
     add(judgement, DiagnosisKind::traffic_differs_from_zero,
         "rank 0 handed " + format_bytes(judgement.ring_bytes_per_step) +
             " to collectives in the last optimizer step (ring model: (N-1)/N of each buffer); " +
-            stage_text(judgement) + " with GAS " + std::to_string(accumulation_window(plan)) +
-            " should hand them " + format_bytes(judgement.expected_ring_bytes_per_step) + " (" +
+            stage_text(judgement) + " with GAS " +
+            std::to_string(accumulation_window(plan)) + " should hand them " +
+            format_bytes(judgement.expected_ring_bytes_per_step) + " (" +
             std::to_string(judgement.traffic_ratio) + "x, more than 5% off)");
   }
 
