@@ -248,6 +248,10 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         "outputs_with_graph": lambda loss, outputs: outputs,
         "outputs_detached": lambda loss, outputs: outputs.detach(),
         "outputs_on_cpu": lambda loss, outputs: outputs.detach().cpu(),
+        # Once per optimizer step at ZeRO-3, not per micro-step: not performed here (the oracle
+        # judges their gradients only; `run --engine deepspeed` skips them with the reason).
+        "gathered_parameters": None,
+        "gathered_parameter_norms": None,
     }
     if keep not in keepers:
         raise ValueError(f"loop.keep {keep!r}: the DeepSpeed worker keeps none of "
