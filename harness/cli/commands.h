@@ -55,7 +55,7 @@ struct RunArgs {
   int rank_timeout_seconds = 600;
   bool allow_large = false;  // run scenarios the resource check refuses
   std::string junit_file;    // empty: no JUnit XML
-  std::string engine = "reference";  // or "deepspeed": the real DeepSpeed trains (--engine)
+  std::string engine = "reference";  // --engine: or "deepspeed", "deepspeed==0.18.6"
   RunProvenance provenance;  // written into every results file
 };
 int run_scenarios(const RunArgs& args);

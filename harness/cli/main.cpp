@@ -24,7 +24,12 @@ constexpr const char* kDeepSpeedEngineNote =
     "Lamb, TorchScript models, frozen parameters, scenarios judged from memory (memory is not\n"
     "measured on this engine yet: \"memory not judged\"). Config errors are judged by the\n"
     "release's rules, as with the reference engine. A Python without torch or deepspeed: exit 3,\n"
-    "nothing written. A worker that hangs is killed at --rank-timeout.\n";
+    "nothing written. A worker that hangs is killed at --rank-timeout.\n"
+    "--engine deepspeed==VERSION: that release, installed from PyPI on first use into\n"
+    "$TRAINREPRO_CACHE/deepspeed-VERSION over the torch trainrepro was built with (your own "
+    "Python\n"
+    "is never touched); TRAINREPRO_OFFLINE=1 never installs. A release PyPI does not have (or\n"
+    "yanked): exit 2 naming the nearest ones; PyPI unreachable or a failed install: exit 3.\n";
 
 // --device as the scenario format spells it; empty (not given) means no override.
 std::optional<trainrepro::DeviceChoice> device_choice_from(const std::string& spelling) {
@@ -63,8 +68,9 @@ int main(int argc, char** argv) {
 
   NewScenarioArgs new_args;
   CLI::App* new_scenario = app.add_subcommand(
-      "new", "Write a scenario from your own DeepSpeed config (kept verbatim), your model and "
-             "samples, your loop's habits and the batch you intend; then its golden");
+      "new",
+      "Write a scenario from your own DeepSpeed config (kept verbatim), your model and "
+      "samples, your loop's habits and the batch you intend; then its golden");
   new_scenario->add_option("--ds-config", new_args.ds_config, "your ds_config.json")->required();
   new_scenario->add_option("-o,--out", new_args.output, "the scenario file to write")->required();
   new_scenario->add_option("--model", new_args.model_file,
@@ -75,9 +81,10 @@ int main(int argc, char** argv) {
                            "attention_mask); default generated data");
   new_scenario->add_option("--world-size", new_args.world_size, "data-parallel ranks (default 1)")
       ->check(CLI::Range(int64_t{1}, kLargestWorldSize));
-  new_scenario->add_option("--intended-batch", new_args.intended_batch,
-                           "the train batch size you mean to train with (default: the one "
-                           "DeepSpeed resolves from the config)")
+  new_scenario
+      ->add_option("--intended-batch", new_args.intended_batch,
+                   "the train batch size you mean to train with (default: the one "
+                   "DeepSpeed resolves from the config)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   new_scenario->add_option("--steps", new_args.steps, "optimizer steps compared (default 4)")
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));
@@ -98,7 +105,8 @@ int main(int argc, char** argv) {
   new_scenario->add_option("--deepspeed-version", new_args.deepspeed_version,
                            "the DeepSpeed release whose semantics apply (default 0.19.8)");
   new_scenario->add_option("--name", new_args.name, "the scenario's name (default: from -o)");
-  new_scenario->add_option("--golden-dir", new_args.golden_dir, "where its golden goes (default golden)");
+  new_scenario->add_option("--golden-dir", new_args.golden_dir,
+                           "where its golden goes (default golden)");
   bool no_golden = false;
   new_scenario->add_flag("--no-golden", no_golden, "write the scenario only");
   new_scenario->add_flag("--force", new_args.force, "replace an existing scenario file");
@@ -110,8 +118,9 @@ int main(int argc, char** argv) {
 
   ExportArgs export_args;
   CLI::App* export_scenario = app.add_subcommand(
-      "export", "Write a self-contained Python program that reproduces a scenario with PyTorch "
-                "and the real DeepSpeed, for an upstream issue");
+      "export",
+      "Write a self-contained Python program that reproduces a scenario with PyTorch "
+      "and the real DeepSpeed, for an upstream issue");
   export_scenario->add_option("SCENARIO", export_args.scenario_file, "the scenario file")
       ->required();
   bool as_python = false;
@@ -145,18 +154,19 @@ int main(int argc, char** argv) {
   run->add_option("--junit", run_args.junit_file,
                   "write the run as JUnit XML (one testsuite per scenario folder) to FILE");
   run->add_option("--engine", run_args.engine,
-                  "what trains each scenario: reference (the C++ engine, the default) or "
+                  "what trains each scenario: reference (the C++ engine, the default), "
                   "deepspeed (the real DeepSpeed in the Python named by "
-                  "TRAINREPRO_DEEPSPEED_PYTHON, else python3 on the PATH)")
-      ->check(CLI::IsMember({"reference", "deepspeed"}));
+                  "TRAINREPRO_DEEPSPEED_PYTHON, else python3 on the PATH) or "
+                  "deepspeed==VERSION (that release, installed into trainrepro's cache)");
   run->footer(std::string(kExitCodes) + kDeepSpeedEngineNote);
 
   ReportArgs report_args;
   CLI::App* report = app.add_subcommand(
       "report",
       "Write one self-contained HTML page (summary, scenario table, curves) from results files");
-  report->add_option("RESULTS", report_args.paths,
-                     "results folders (searched for *.json) or files, from `run --results`")
+  report
+      ->add_option("RESULTS", report_args.paths,
+                   "results folders (searched for *.json) or files, from `run --results`")
       ->required();
   report->add_option("-o,--output", report_args.output,
                      "the page to write (default reports/out/report.html)");
@@ -190,14 +200,16 @@ int main(int argc, char** argv) {
   golden->footer(kExitCodes);
 
   CLI::App* perf = app.add_subcommand(
-      "perf", "Performance regression tracking: measure, compare with a statistical verdict, "
-              "draw the history");
+      "perf",
+      "Performance regression tracking: measure, compare with a statistical verdict, "
+      "draw the history");
   perf->require_subcommand(1);
   PerfRunArgs perf_run_args;
   std::string perf_device;
   CLI::App* perf_run = perf->add_subcommand(
-      "run", "Measure every scenario with a \"performance\" section (repetitions interleaved, "
-             "each after a calibration kernel); write Google Benchmark JSON");
+      "run",
+      "Measure every scenario with a \"performance\" section (repetitions interleaved, "
+      "each after a calibration kernel); write Google Benchmark JSON");
   perf_run->add_option("PATH", perf_run_args.paths, "scenario files or folders (scenarios/perf)")
       ->required();
   perf_run->add_option("-o,--out", perf_run_args.output,
@@ -206,18 +218,21 @@ int main(int argc, char** argv) {
                        "only scenarios whose name or file matches this regular expression");
   perf_run->add_option("--device", perf_device, "override every scenario's device: cpu, cuda, auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  perf_run->add_option("--repetitions", perf_run_args.repetitions,
-                       "replace every scenario's repetitions (at least 2)")
+  perf_run
+      ->add_option("--repetitions", perf_run_args.repetitions,
+                   "replace every scenario's repetitions (at least 2)")
       ->check(CLI::Range(int64_t{2}, int64_t{1000}));
   perf_run->add_option("--machine", perf_run_args.machine,
                        "the machine's name in the history (default the host name)");
-  perf_run->add_option("--plant-slowdown", perf_run_args.planted_slowdown,
-                       "stretch every optimizer step by this fraction (0.05 = 5 %), a "
-                       "regression of known size for proving `perf compare`")
+  perf_run
+      ->add_option("--plant-slowdown", perf_run_args.planted_slowdown,
+                   "stretch every optimizer step by this fraction (0.05 = 5 %), a "
+                   "regression of known size for proving `perf compare`")
       ->check(CLI::Range(0.0, 10.0));
-  perf_run->add_option("--pin-cpu", perf_run_args.pin_cpu,
-                       "measure on this CPU only (`perf compare` runs both builds' reruns on "
-                       "one CPU: each virtual CPU of a shared machine has its own neighbours)")
+  perf_run
+      ->add_option("--pin-cpu", perf_run_args.pin_cpu,
+                   "measure on this CPU only (`perf compare` runs both builds' reruns on "
+                   "one CPU: each virtual CPU of a shared machine has its own neighbours)")
       ->check(CLI::Range(0, 4095));
   perf_run->add_flag("--take-turns", perf_run_args.take_turns,
                      "run as a worker of `perf compare`'s confirmation: one round of "
@@ -231,31 +246,36 @@ int main(int argc, char** argv) {
 
   PerfCompareArgs compare_args;
   CLI::App* perf_compare = perf->add_subcommand(
-      "compare", "Compare two perf runs figure by figure (ratio, Mann-Whitney U, Cliff's delta); "
-                 "confirm a suspected regression by rerunning both builds in turns (A, B, B, A, …)");
+      "compare",
+      "Compare two perf runs figure by figure (ratio, Mann-Whitney U, Cliff's delta); "
+      "confirm a suspected regression by rerunning both builds in turns (A, B, B, A, …)");
   perf_compare->add_option("BASELINE", compare_args.baseline, "the earlier perf run")->required();
   perf_compare->add_option("CURRENT", compare_args.current, "the perf run to judge")->required();
   perf_compare->add_option("--alpha", compare_args.alpha, "significance level (default 0.01)")
       ->check(CLI::Range(1e-9, 0.5));
-  perf_compare->add_option("--min-effect", compare_args.min_effect,
-                           "smallest change called a regression (default 0.05 = 5 %)")
+  perf_compare
+      ->add_option("--min-effect", compare_args.min_effect,
+                   "smallest change called a regression (default 0.05 = 5 %)")
       ->check(CLI::Range(0.0, 10.0));
-  perf_compare->add_option("--screen-alpha", compare_args.screen_alpha,
-                           "p below which a change of half the minimum effect is suspected and "
-                           "rerun (default 0.05)")
+  perf_compare
+      ->add_option("--screen-alpha", compare_args.screen_alpha,
+                   "p below which a change of half the minimum effect is suspected and "
+                   "rerun (default 0.05)")
       ->check(CLI::Range(1e-9, 0.5));
   bool no_confirm = false;
-  CLI::Option* no_confirm_flag = perf_compare->add_flag("--no-confirm", no_confirm,
-                         "call regressions (p < alpha, at least the minimum effect) on the two "
-                         "files alone, without rerunning the builds");
+  CLI::Option* no_confirm_flag =
+      perf_compare->add_flag("--no-confirm", no_confirm,
+                             "call regressions (p < alpha, at least the minimum effect) on the two "
+                             "files alone, without rerunning the builds");
   perf_compare
       ->add_flag("--rerun-all", compare_args.rerun_all,
                  "rerun every benchmark in turns, suspected or not, and judge on the rerun "
                  "alone (what scripts/nightly-perf does: two runs taken at different "
                  "times differ by up to 10 % on a shared machine)")
       ->excludes(no_confirm_flag);
-  perf_compare->add_option("--confirm-repetitions", compare_args.confirm_repetitions,
-                           "repetitions per build in the rerun, one round per turn (default 60)")
+  perf_compare
+      ->add_option("--confirm-repetitions", compare_args.confirm_repetitions,
+                   "repetitions per build in the rerun, one round per turn (default 60)")
       ->check(CLI::Range(2, 1000));
   perf_compare->add_option("--baseline-build", compare_args.baseline_build,
                            "the trainrepro that measured BASELINE (default: as recorded in it)");
@@ -277,8 +297,9 @@ int main(int argc, char** argv) {
                            "the page (default reports/out/perf-history.html)");
   perf_history->add_option("--alpha", history_args.alpha, "significance level (default 0.01)")
       ->check(CLI::Range(1e-9, 0.5));
-  perf_history->add_option("--min-effect", history_args.min_effect,
-                           "smallest level shift marked (default 0.05)")
+  perf_history
+      ->add_option("--min-effect", history_args.min_effect,
+                   "smallest level shift marked (default 0.05)")
       ->check(CLI::Range(0.0, 10.0));
   perf_history->footer(
       "Exit codes:\n"
@@ -303,8 +324,7 @@ int main(int argc, char** argv) {
       "One rank of a multi-rank perf benchmark, as `perf run` starts it (internal)");
   rank_measure->add_option("SCENARIO", rank_measure_args.scenario_file)->required();
   rank_measure->add_option("--label", rank_measure_args.label)->required();
-  rank_measure->add_option("--device", rank_measure_device)
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  rank_measure->add_option("--device", rank_measure_device)->check(CLI::IsMember({"cpu", "cuda"}));
   rank_measure->add_option("--plant-slowdown", rank_measure_args.planted_slowdown)
       ->check(CLI::Range(0.0, 10.0));
   rank_measure->add_option("--rank-cpus", rank_measure_args.rank_cpus);

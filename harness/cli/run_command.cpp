@@ -17,6 +17,7 @@
 #include "harness/report/console_reporter.h"
 #include "harness/report/junit_reporter.h"
 #include "harness/report/results_json.h"
+#include "harness/worker/deepspeed_release.h"
 
 namespace trainrepro {
 namespace {
@@ -39,14 +40,24 @@ int run_scenarios(const RunArgs& args) {
 
   // The real DeepSpeed's Python is asked once, before anything is written.
   std::optional<DeepSpeedPython> deepspeed;
-  if (args.engine == "deepspeed") {
+  EngineChoice engine;
+  try {
+    engine = parse_engine_choice(args.engine);
+  } catch (const std::invalid_argument& error) {
+    std::cerr << error.what() << "\n";
+    return kExitBadInput;
+  }
+  if (engine.deepspeed) {
     if (launched_by_mpi()) {
       std::cerr << "--engine deepspeed starts one DeepSpeed process per rank itself; run it "
                    "without mpirun or srun\n";
       return kExitBadInput;
     }
     try {
-      deepspeed = find_deepspeed_python();
+      deepspeed = deepspeed_python_for(engine);
+    } catch (const DeepSpeedReleaseError& error) {
+      std::cerr << error.what() << "\n";
+      return kExitBadInput;
     } catch (const DeepSpeedPythonError& error) {
       std::cerr << error.what() << "\n";
       return kExitInfrastructure;

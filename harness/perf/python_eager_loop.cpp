@@ -2,12 +2,14 @@
 
 #include <ATen/Parallel.h>
 
+#include <sys/wait.h>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
+
+#include "harness/files/install_locations.h"
 
 namespace trainrepro {
 namespace {
@@ -72,11 +74,6 @@ median = times[middle] if len(times) % 2 else (times[middle - 1] + times[middle]
 print(json.dumps({"median_step": median, "cpu": time.process_time() - cpu}))
 )PY";
 
-std::string python_executable() {
-  if (const char* chosen = std::getenv("TRAINREPRO_TORCH_PYTHON"); chosen && *chosen) return chosen;
-  return TRAINREPRO_TORCH_PYTHON_DEFAULT;
-}
-
 // Single quotes for /bin/sh: every ' becomes '\''.
 std::string shell_quoted(const std::string& text) {
   std::string quoted = "'";
@@ -123,30 +120,30 @@ PerfRepetition measure_python_eager_loop(const Scenario& scenario, const Plan& p
       {"clip", plan.gradient_clipping},
       {"optimizer",
        {{"kind", optimizer.kind == OptimizerKind::sgd ? "sgd" : "adam"},
-        {"decoupled", optimizer.kind == OptimizerKind::adamw ||
-                          (optimizer.kind == OptimizerKind::adam &&
-                           optimizer.decoupled_weight_decay)},
+        {"decoupled",
+         optimizer.kind == OptimizerKind::adamw ||
+             (optimizer.kind == OptimizerKind::adam && optimizer.decoupled_weight_decay)},
         {"lr", optimizer.lr},
         {"beta1", optimizer.beta1},
         {"beta2", optimizer.beta2},
         {"eps", optimizer.eps},
         {"momentum", optimizer.momentum},
         {"weight_decay", optimizer.weight_decay}}}};
-  const std::string command = shell_quoted(python_executable()) + " -c " +
+  const std::string command = shell_quoted(torch_python_executable()) + " -c " +
                               shell_quoted(kProgram) + " " + shell_quoted(spec.dump()) + " 2>&1";
   FILE* pipe = ::popen(command.c_str(), "r");
-  if (!pipe) throw std::runtime_error("cannot start " + python_executable());
+  if (!pipe) throw std::runtime_error("cannot start " + torch_python_executable());
   std::string output;
   std::array<char, 4096> chunk{};
   size_t read = 0;
-  while ((read = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0) output.append(chunk.data(), read);
+  while ((read = std::fread(chunk.data(), 1, chunk.size(), pipe)) > 0)
+    output.append(chunk.data(), read);
   const int status = ::pclose(pipe);
-  const std::string last_line = output.substr(output.find_last_of('{') == std::string::npos
-                                                  ? output.size()
-                                                  : output.find_last_of('{'));
+  const std::string last_line = output.substr(
+      output.find_last_of('{') == std::string::npos ? output.size() : output.find_last_of('{'));
   const nlohmann::json times = nlohmann::json::parse(last_line, nullptr, false);
   if (status != 0 || times.is_discarded() || !times.contains("median_step")) {
-    throw std::runtime_error("the Python eager loop (" + python_executable() +
+    throw std::runtime_error("the Python eager loop (" + torch_python_executable() +
                              ", TRAINREPRO_TORCH_PYTHON to choose another) failed:\n" + output);
   }
   PerfRepetition repetition;

@@ -8,6 +8,7 @@
 #include "harness/distributed/rank_launcher.h"
 #include "harness/distributed/rank_work_folder.h"
 #include "harness/files/atomic_write.h"
+#include "harness/worker/private_folder.h"
 #include "harness/worker/worker_sources.h"
 
 namespace trainrepro {
@@ -33,30 +34,6 @@ except Exception as error:
 print("TRAINREPRO-VERSIONS " + json.dumps({"deepspeed": deepspeed.__version__,
       "torch": torch.__version__.split("+")[0], "python": platform.python_version()}))
 )py";
-
-// Removes the folder whatever happens between; a stop signal ends the process afterwards.
-class PrivateFolder {
- public:
-  PrivateFolder() : path_(create_rank_work_folder()) {}
-  ~PrivateFolder() { remove(); }
-  void remove() {
-    std::error_code ignored;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ignored);
-    path_.clear();
-  }
-  PrivateFolder(const PrivateFolder&) = delete;
-  PrivateFolder& operator=(const PrivateFolder&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-void end_if_stopped(const RankLaunch& launch, PrivateFolder& folder) {
-  if (launch.stopped_by_signal == 0) return;
-  folder.remove();  // end_by_signal does not return: clean up first
-  end_by_signal(launch.stopped_by_signal);
-}
 
 std::string last_line_with(const std::string& output, const std::string& marker) {
   const size_t at = output.rfind(marker);
@@ -91,20 +68,27 @@ std::string deepspeed_python_program() {
 }
 
 DeepSpeedPython find_deepspeed_python() {
-  ::setenv("DS_ACCELERATOR", "cpu", /*overwrite=*/0);  // this slice trains on the CPU
+  const char* given = std::getenv("TRAINREPRO_DEEPSPEED_PYTHON");
+  const std::string program = deepspeed_python_program();
+  return probe_deepspeed_python(
+      {program}, program + (given != nullptr && *given != '\0'
+                                ? " (TRAINREPRO_DEEPSPEED_PYTHON)"
+                                : " (python3 on the PATH; set TRAINREPRO_DEEPSPEED_PYTHON to "
+                                  "choose another)"));
+}
+
+DeepSpeedPython probe_deepspeed_python(std::vector<std::string> command, const std::string& named) {
+  ::setenv("DS_ACCELERATOR", "cpu", /*overwrite=*/0);  // the worker trains on the CPU
   DeepSpeedPython python;
-  python.program = deepspeed_python_program();
-  const std::string named =
-      python.program + (std::getenv("TRAINREPRO_DEEPSPEED_PYTHON") != nullptr &&
-                                *std::getenv("TRAINREPRO_DEEPSPEED_PYTHON") != '\0'
-                            ? " (TRAINREPRO_DEEPSPEED_PYTHON)"
-                            : " (python3 on the PATH; set TRAINREPRO_DEEPSPEED_PYTHON to choose "
-                              "another)");
+  python.command = std::move(command);
+  python.named = named;
   PrivateFolder folder;
   RankLaunch launch;
+  std::vector<std::string> arguments = python.command;
+  arguments.insert(arguments.end(), {"-c", kProbeProgram});
   try {
-    launch = launch_process_group({python.program, "-c", kProbeProgram}, kProbeTimeoutSeconds,
-                                  folder.path() + "/probe-output.txt");
+    launch =
+        launch_process_group(arguments, kProbeTimeoutSeconds, folder.path() + "/probe-output.txt");
   } catch (const std::runtime_error& error) {
     throw DeepSpeedPythonError("--engine deepspeed: cannot run " + named + ": " + error.what());
   }
@@ -131,23 +115,28 @@ DeepSpeedPython find_deepspeed_python() {
   return python;
 }
 
+void write_worker_sources(const std::string& folder) {
+  for (const EmbeddedFile& source : worker_source_table()) {
+    write_file_atomically(
+        std::filesystem::path(folder) / source.name,
+        std::string_view(reinterpret_cast<const char*>(source.bytes), source.size));
+  }
+}
+
 WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json job,
                                  int timeout_seconds,
                                  const std::vector<std::string>& parameter_names,
                                  const std::vector<at::Tensor>& initial_parameters) {
   PrivateFolder folder;
-  for (const EmbeddedFile& source : worker_source_table()) {
-    write_file_atomically(
-        std::filesystem::path(folder.path()) / source.name,
-        std::string_view(reinterpret_cast<const char*>(source.bytes), source.size));
-  }
+  write_worker_sources(folder.path());
   const std::string prefix = folder.path() + "/trace";
   job["trace"] = prefix;
   const std::string job_path = folder.path() + "/job.json";
   write_file_atomically(job_path, job.dump());
+  std::vector<std::string> arguments = python.command;
+  arguments.insert(arguments.end(), {folder.path() + "/" + kWorkerMain, job_path});
   const RankLaunch launch =
-      launch_process_group({python.program, folder.path() + "/" + kWorkerMain, job_path},
-                           timeout_seconds, folder.path() + "/worker-output.txt");
+      launch_process_group(arguments, timeout_seconds, folder.path() + "/worker-output.txt");
   remove_shared_memory_buffers(prefix + ".port");
   end_if_stopped(launch, folder);
   if (launch.timed_out) {

@@ -14,7 +14,10 @@
 namespace trainrepro {
 
 struct DeepSpeedPython {
-  std::string program;  // as given: a path or a name looked up on the PATH
+  // What starts that Python, before the script's arguments: {program} for the user's own Python
+  // (a path or a name on the PATH), {"env", "PYTHONPATH=…", …, program} for a release in the cache.
+  std::vector<std::string> command;
+  std::string named;  // how errors name it ("python3 (on the PATH)", "deepspeed==0.18.6 in …")
   WorkerVersions versions;
 };
 
@@ -27,10 +30,16 @@ class DeepSpeedPythonError : public std::runtime_error {
 // TRAINREPRO_DEEPSPEED_PYTHON when set and not empty, else "python3" (on the PATH).
 std::string deepspeed_python_program();
 
-// Asks that Python for torch's, deepspeed's and its own version (importing deepspeed with
-// DS_ACCELERATOR=cpu unless the environment says otherwise). Throws DeepSpeedPythonError naming
-// the Python and what is missing.
+// The user's own Python (deepspeed_python_program()), asked for its versions.
 DeepSpeedPython find_deepspeed_python();
+
+// Asks the Python that `command` starts for torch's, deepspeed's and its own version (importing
+// deepspeed with DS_ACCELERATOR=cpu unless the environment says otherwise). Throws
+// DeepSpeedPythonError naming it (`named`) and what is missing.
+DeepSpeedPython probe_deepspeed_python(std::vector<std::string> command, const std::string& named);
+
+// Writes the compiled-in Python files (python/trainrepro_worker) into `folder`.
+void write_worker_sources(const std::string& folder);
 
 // Runs the worker on `job` (its "trace" key is filled in here) with a limit of timeout_seconds,
 // and reads what it wrote. Throws WorkerTraceError when it wrote no usable trace (crashed, timed

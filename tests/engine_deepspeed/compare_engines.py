@@ -1,14 +1,15 @@
 """`trainrepro run --engine deepspeed` gives the reference engine's verdicts (issue 34, first slice).
 
-Usage: compare_engines.py [--no-skips] TRAINREPRO SCENARIO_OR_FOLDER...
+Usage: compare_engines.py [--no-skips] TRAINREPRO [--engine deepspeed==VERSION] SCENARIO_OR_FOLDER...
 Runs the scenarios on both engines (`--results` into a temporary folder) and compares each
 scenario's outcome and diagnosis kinds. A scenario the DeepSpeed engine skips (with its reason)
 is listed, not compared; every other must have the reference engine's outcome and diagnoses.
 Exit 0 all agree, 1 a
 disagreement, 3 a run failed to produce results, 77 no Python with torch and deepspeed (CTest
-SKIP). With --no-skips a scenario the DeepSpeed engine skips is a disagreement. The Python:
-TRAINREPRO_DEEPSPEED_PYTHON, else tests/deepspeed_oracle/deepspeed_python when the oracle's
-DeepSpeed is installed, else python3.
+SKIP): TRAINREPRO_DEEPSPEED_PYTHON, else tests/deepspeed_oracle/deepspeed_python when the oracle's
+DeepSpeed is installed, else python3. With --engine deepspeed==VERSION trainrepro itself installs
+that release into its cache when missing (the first run pays for it), and nothing is skipped.
+With --no-skips a scenario the DeepSpeed engine skips is a disagreement.
 """
 import json
 import os
@@ -58,11 +59,14 @@ def main():
     no_skips = "--no-skips" in arguments
     arguments = [a for a in arguments if a != "--no-skips"]
     trainrepro, paths = arguments[0], arguments[1:]
+    engine = "deepspeed"
+    if paths[:1] == ["--engine"]:
+        engine, paths = paths[1], paths[2:]
     python = deepspeed_python()
     env = dict(os.environ, TRAINREPRO_DEEPSPEED_PYTHON=python)
     probe = subprocess.run([python, "-c", "import torch, deepspeed"], capture_output=True,
-                           text=True, env=env)
-    if probe.returncode != 0:
+                           text=True, env=env) if engine == "deepspeed" else None
+    if probe is not None and probe.returncode != 0:
         print(f"SKIP: {python} cannot import torch and deepspeed "
               f"(install with tests/deepspeed_oracle/install_deepspeed.sh, or set "
               f"TRAINREPRO_DEEPSPEED_PYTHON): {probe.stderr.strip().splitlines()[-1:]}")
@@ -72,7 +76,7 @@ def main():
         reference_run, reference, reference_seconds = run(
             trainrepro, paths, folder / "reference", [], env)
         deepspeed_run, deepspeed, deepspeed_seconds = run(
-            trainrepro, paths, folder / "deepspeed", ["--engine", "deepspeed"], env)
+            trainrepro, paths, folder / "deepspeed", ["--engine", engine], env)
     if not reference or not deepspeed:
         print(f"no results: reference exit {reference_run.returncode}, deepspeed exit "
               f"{deepspeed_run.returncode}\n{deepspeed_run.stdout[-3000:]}{deepspeed_run.stderr[-3000:]}")

@@ -1,0 +1,41 @@
+// `--engine deepspeed==VERSION`: a DeepSpeed release installed from PyPI into trainrepro's cache
+// (cache/deepspeed-VERSION: site/, deps/, torch_extensions/, the stamp .trainrepro-complete), over
+// the torch of the Python this build came from, on first use; nothing is installed anywhere else.
+// python/trainrepro_worker/install_release.py does the installing (compiled in).
+#pragma once
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "harness/worker/deepspeed_worker.h"
+
+namespace trainrepro {
+
+// What `--engine` names: the reference engine, the user's DeepSpeed, or one release.
+struct EngineChoice {
+  bool deepspeed = false;
+  std::optional<std::string> release;  // "0.18.6" for deepspeed==0.18.6
+};
+
+// Reads "reference", "deepspeed" or "deepspeed==MAJOR.MINOR.PATCH"; throws std::invalid_argument
+// saying what was expected.
+EngineChoice parse_engine_choice(const std::string& text);
+
+// PyPI has no such release, or it was yanked (exit 2); the message names the nearest ones.
+class DeepSpeedReleaseError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The folder a release lives in (whether installed or not).
+std::string deepspeed_release_home(const std::string& release);
+
+// The release's Python: installed first when its stamp is missing (unless TRAINREPRO_OFFLINE=1:
+// DeepSpeedPythonError), then asked for its versions. Throws DeepSpeedReleaseError (no such
+// release) or DeepSpeedPythonError (no network, pip failed, it does not import).
+DeepSpeedPython managed_deepspeed_python(const std::string& release);
+
+// The engine named on the command line, ready to train: the user's Python or the release's.
+DeepSpeedPython deepspeed_python_for(const EngineChoice& choice);
+
+}  // namespace trainrepro
