@@ -86,9 +86,10 @@ struct Trace {
   int64_t evaluation_peak_bytes = 0;          // largest rise of tensor memory in an evaluation
   int64_t evaluation_peak_bytes_no_grad = 0;  // the same evaluation under no_grad, for scale
   std::vector<MemorySnapshot> memory_snapshots;
-  // Why the engine that trained measured no memory and no model states (empty when it did):
-  // the memory and ZeRO judges then report this instead of judging empty samples.
+  // Why the engine that trained measured no memory, or no model states (empty when it did):
+  // the memory judge, and the ZeRO judge, then report this instead of judging empty samples.
   std::string memory_not_measured;
+  std::string model_states_not_measured;
   double seconds = 0.0;
   // Why the run ended before its last step, in DeepSpeed's words (the loss scale reached its
   // minimum and DeepSpeed raised); empty when it ran to the end.

@@ -7,18 +7,36 @@
 namespace trainrepro {
 namespace {
 
-bool judged_from_memory(const Expectation& expect) {
-  if (!expect.diagnosis) return false;
-  switch (*expect.diagnosis) {
-    case DiagnosisKind::tensor_memory_leak:
-    case DiagnosisKind::host_memory_leak:
+// What the worker's memory census cannot judge yet, or "" when it can: ZeRO's model-state and
+// traffic figures (measured inside the reference engine), the true peak a budget needs (the
+// census sees what is alive at each sample, not the allocator's high-water mark), and the
+// gathered parameters a ZeRO-3 loop keeps (the worker gathers none).
+std::string memory_not_judged_on_deepspeed(const Scenario& scenario) {
+  if (scenario.loop.keep == KeepHabit::gathered_parameters ||
+      scenario.loop.keep == KeepHabit::gathered_parameter_norms) {
+    return "the loop's gathered ZeRO-3 parameters (/loop/keep \"" +
+           std::string(scenario.loop.keep == KeepHabit::gathered_parameters
+                           ? "gathered_parameters"
+                           : "gathered_parameter_norms") +
+           "\": the worker does not gather them)";
+  }
+  if (scenario.memory.budget_peak_bytes) {
+    return "a peak budget (/memory/budget_peak_bytes: the worker's census samples what is "
+           "alive, not the allocator's peak)";
+  }
+  if (!scenario.expect.diagnosis) return "";
+  switch (*scenario.expect.diagnosis) {
     case DiagnosisKind::memory_over_budget:
+      return "a peak budget (the worker's census samples what is alive, not the allocator's "
+             "peak)";
     case DiagnosisKind::gathered_parameters_kept:
+      return "gathered ZeRO-3 parameters kept (the worker does not gather them)";
     case DiagnosisKind::model_states_differ_from_zero:
     case DiagnosisKind::traffic_differs_from_zero:
-      return true;
+      return "ZeRO's model-state and traffic figures (the reference engine measures them "
+             "inside its partitions; the worker does not)";
     default:
-      return false;
+      return "";
   }
 }
 
@@ -62,11 +80,16 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
   if (plan.optimizer.kind == OptimizerKind::lamb) {
     return std::string("skipped: --engine deepspeed: DeepSpeed's FusedLamb has no CPU kernel");
   }
-  if (judged_from_memory(scenario.expect) || scenario.loop.keep != KeepHabit::nothing) {
+  if (scenario.loop.evaluation && scenario.loop.evaluation->backward) {
+    // Measured with 0.19.8: engine.backward's hooks raise "Direct calls to tensor.backward()
+    // are not supported in this configuration" at ZeRO stage 0, so the user's loop stops at
+    // its first evaluation instead of leaking.
     return not_yet +
-           "memory is not measured on the real engine in this slice, and this "
-           "scenario is judged from memory (its expectation or /loop/keep)";
+           "an evaluation that calls loss.backward() (/loop/evaluation/backward): DeepSpeed "
+           "raises on a direct tensor.backward() outside engine.backward";
   }
+  const std::string memory = memory_not_judged_on_deepspeed(scenario);
+  if (!memory.empty()) return not_yet + memory;
   if (scenario.loop.clip_grad_norm > 0.0) {
     return not_yet + "the loop's own clip_grad_norm (/loop/clip_grad_norm)";
   }
@@ -78,6 +101,8 @@ nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
   nlohmann::json job = {{"deepspeed", scenario.deepspeed.verbatim},
                         {"loop", written.value("loop", nlohmann::json::object())},
                         {"steps", scenario.golden.steps},
+                        {"loop_steps", scenario.loop.steps},
+                        {"memory", true},
                         {"world_size", scenario.world_size},
                         {"parameter_groups", written.value("parameter_groups", nlohmann::json())},
                         {"client_optimizer", written.value("client_optimizer", nlohmann::json())},
@@ -123,9 +148,9 @@ std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const 
   trace.initial_parameters = golden.initial_parameters;
   trace.frozen_parameter_names = golden.frozen_parameter_names;
   trace.frozen_parameters = golden.frozen_parameters;
-  trace.memory_not_measured =
-      "the deepspeed engine does not measure memory yet (this slice judges gradients, "
-      "parameters and DeepSpeed's counters)";
+  trace.model_states_not_measured =
+      "the deepspeed engine does not measure ZeRO's model states (the worker's census counts "
+      "live tensors, not partitions)";
   return trace;
 }
 

@@ -72,7 +72,7 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   const bool no_step_taken =
       trace.counters.skipped_steps >= static_cast<int64_t>(trace.steps.size());
   if (trace.steps.empty() || !engine_driven || no_step_taken || !trace.stopped.empty() ||
-      !trace.memory_not_measured.empty() ||
+      !trace.model_states_not_measured.empty() ||
       (plan.zero_stage == 0 && plan.batch.world_size == 1)) {
     return judgement;
   }

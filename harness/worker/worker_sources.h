@@ -1,6 +1,6 @@
 // The Python engine worker compiled in (python/trainrepro_worker: zoo.py, ds_worker.py,
-// deepspeed_engine_worker.py), written into a run's private folder when it starts, so the binary
-// needs no checkout beside it.
+// deepspeed_engine_worker.py, memory_census.py), written into a run's private folder when it
+// starts, so the binary needs no checkout beside it.
 #pragma once
 #include <vector>
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/files/safetensors.h"
+#include "harness/worker/worker_memory.h"
 
 namespace trainrepro {
 namespace {
@@ -79,10 +80,21 @@ void read_trained(const nlohmann::json& json, const std::string& prefix,
     throw WorkerTraceError(error.what());
   }
   const nlohmann::json& steps = json.at("steps");
-  if (file.tensors.size() != steps.size() * parameter_names.size() * 2) {
+  // The first steps are recorded (the golden's), the rest of the loop's steps are not: the
+  // reference engine copies gradients and parameters for the compared steps only.
+  size_t recorded_steps = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const bool recorded = steps[i].at("recorded").get<bool>();
+    if (recorded && recorded_steps != i) {
+      throw WorkerTraceError(json_path + ":/steps/" + std::to_string(i) + "/recorded: true " +
+                             "after an unrecorded step (recorded steps come first)");
+    }
+    if (recorded) ++recorded_steps;
+  }
+  if (file.tensors.size() != recorded_steps * parameter_names.size() * 2) {
     throw WorkerTraceError(tensors_path + ": " + std::to_string(file.tensors.size()) +
-                           " tensors where " + std::to_string(steps.size()) + " steps of " +
-                           std::to_string(parameter_names.size()) +
+                           " tensors where " + std::to_string(recorded_steps) +
+                           " recorded steps of " + std::to_string(parameter_names.size()) +
                            " parameters need a gradient and a value each");
   }
   int64_t previous_micro_step = 0;
@@ -111,7 +123,7 @@ void read_trained(const nlohmann::json& json, const std::string& prefix,
     }
     step.loss = items > 0 ? loss_sum / static_cast<double>(items) : 0.0;
     previous_micro_step = step.micro_step;
-    for (size_t p = 0; p < parameter_names.size(); ++p) {
+    for (size_t p = 0; i < recorded_steps && p < parameter_names.size(); ++p) {
       const std::string prefix_of_step = "step" + std::to_string(i) + "/";
       step.gradients.push_back(step_tensor(file, tensors_path,
                                            prefix_of_step + "grad/" + parameter_names[p],
@@ -127,6 +139,11 @@ void read_trained(const nlohmann::json& json, const std::string& prefix,
   trace.counters.micro_steps = counters.at("micro_steps").get<int64_t>();
   trace.counters.global_steps = counters.at("global_steps").get<int64_t>();
   trace.counters.skipped_steps = counters.at("skipped_steps").get<int64_t>();
+  if (!json.contains("memory")) {
+    throw WorkerTraceError(json_path + ":/memory: missing: the worker measured no memory");
+  }
+  read_worker_memory(json.at("memory"), json_path + ":/memory",
+                     static_cast<int64_t>(trace.steps.size()), trace);
 }
 
 }  // namespace

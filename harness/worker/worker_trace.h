@@ -14,7 +14,7 @@
 namespace trainrepro {
 
 inline constexpr const char* kWorkerTraceFormat = "trainrepro-deepspeed-trace";
-inline constexpr int kWorkerTraceFormatVersion = 1;
+inline constexpr int kWorkerTraceFormatVersion = 2;
 
 enum class WorkerStatus {
   invalid,  // sentinel: never read from a file
@@ -38,8 +38,9 @@ struct WorkerTrace {
   std::string reason;     // skipped, refused, error: in the worker's (or DeepSpeed's) words
   std::string traceback;  // error: the tail of the Python traceback
   WorkerVersions versions;
-  Trace trace;  // trained: steps with gradients and parameters (float64 CPU), micro-steps,
-                // counters; initial parameters, memory and timings are the caller's to fill
+  Trace trace;  // trained: steps (the recorded ones with gradients and parameters, float64
+                // CPU), micro-steps, counters, memory (worker_memory.h); initial parameters
+                // are the caller's to fill
 };
 
 class WorkerTraceError : public std::runtime_error {
@@ -47,8 +48,9 @@ class WorkerTraceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Reads PREFIX.json and, when it says "trained", PREFIX.safetensors. Each recorded step must hold
-// a gradient and a parameter of each of `parameter_names`, shaped as `initial_parameters`.
+// Reads PREFIX.json and, when it says "trained", PREFIX.safetensors. Each recorded step (the
+// first ones: "recorded" true) must hold a gradient and a parameter of each of
+// `parameter_names`, shaped as `initial_parameters`; a trained trace must hold its "memory".
 WorkerTrace read_worker_trace(const std::string& prefix,
                               const std::vector<std::string>& parameter_names,
                               const std::vector<at::Tensor>& initial_parameters);

@@ -7,10 +7,12 @@ Usage: deepspeed_engine_worker.py JOB.json
   JOB["world_size"] > 1 starts one process per rank (gloo), each running this file with RANK set;
   rank 0's trace is the run's, unless a rank failed. JOB holds the scenario's DeepSpeed config (verbatim), loop, steps, parameter groups and client
   optimizer, the golden's key (model, data), its file and trainable parameter names, and "trace":
-  the path prefix of what this writes: PREFIX.safetensors (per optimizer step, the gradients
-  before clipping as "step<i>/grad/<name>" and the parameters after it as "step<i>/param/<name>"),
-  then PREFIX.json (written last, renamed into place: its presence means the tensors are whole).
-  The loop itself is ds_worker.run, the one the DeepSpeed oracle runs.
+  the path prefix of what this writes: PREFIX.safetensors (per recorded optimizer step, the
+  first JOB["steps"] of JOB["loop_steps"], the gradients before clipping as "step<i>/grad/<name>"
+  and the parameters after it as "step<i>/param/<name>"), then PREFIX.json (written last, renamed into place: its presence means the tensors are whole).
+  The loop itself is ds_worker.run, the one the DeepSpeed oracle runs. With JOB["memory"] true,
+  memory_census.py samples memory where the reference engine's probes do, into PREFIX.json's
+  "memory" (samples, storages alive at the end with their birth steps, a kept tensor's cost).
 Exit status: 0 when PREFIX.json was written (whatever it says), 3 otherwise.
 """
 import glob
@@ -27,7 +29,7 @@ os.environ.setdefault("DS_ACCELERATOR", "cpu")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 TRACE_FORMAT = "trainrepro-deepspeed-trace"
-TRACE_FORMAT_VERSION = 1
+TRACE_FORMAT_VERSION = 2
 # What DeepSpeed says when this machine cannot run a precision (fp16 on a CPU).
 REFUSED_ON_THIS_DEVICE = "is not supported on your device"
 
@@ -78,7 +80,7 @@ def trace_of(record, names):
             tensors[f"step{i}/grad/{name}"] = gradient.detach().contiguous().cpu()
             tensors[f"step{i}/param/{name}"] = parameter.detach().contiguous().cpu()
         steps.append({key: step[key] for key in ("micro_step", "through_engine", "gradient_norm",
-                                                 "lr", "loss_scale", "skipped")})
+                                                 "recorded", "lr", "loss_scale", "skipped")})
     engine = record["engine"]
     trace = {
         "parameter_names": names,
@@ -91,6 +93,8 @@ def trace_of(record, names):
             "train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
             "world_size", "gradient_clipping", "zero_stage")},
     }
+    if "memory" in record:
+        trace["memory"] = record["memory"]
     return trace, tensors
 
 
@@ -157,7 +161,11 @@ def main():
         out["versions"] = versions(torch)
         check_samples(job, torch, zoo)
         record = {"rank": rank, "world_size": world_size, "error": None}
-        ds_worker.run(job, rank, world_size, record)
+        make_memory_probe = None
+        if job.get("memory"):
+            import memory_census
+            make_memory_probe = memory_census.MemoryCensus
+        ds_worker.run(job, rank, world_size, record, make_memory_probe)
         refusal = record.get("initialize_error")
         if refusal:
             message = f"{refusal['type']}: {refusal['message']}"

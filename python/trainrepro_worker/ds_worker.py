@@ -11,6 +11,7 @@ scenario's habits. Micro-batch m of rank r gets samples [(m*W + r)*MB, (m*W + r 
 trainrepro's loop feeds them. MB and GAS are what the DeepSpeed engine resolved, not trainrepro's
 plan (the oracle compares the two). Writes JOB's out prefix + ".rank<R>.pt" with what happened.
 """
+import contextlib
 import copy
 import json
 import logging
@@ -60,7 +61,10 @@ def optimizer_description(optimizer):
     return description
 
 
-def run(job, rank, world_size, record):
+def run(job, rank, world_size, record, make_memory_probe=None):
+    """Trains JOB on this rank, filling RECORD. With make_memory_probe (memory_census.MemoryCensus,
+    called with a function that lists the worker's own tensors), memory is sampled where the
+    reference engine's probes sample, and RECORD["memory"] holds the samples and what is alive."""
     import deepspeed
     from deepspeed.utils import logger as ds_logger
     ds_logger.setLevel(logging.WARNING)
@@ -74,6 +78,7 @@ def run(job, rank, world_size, record):
         names = golden["parameters"]
         module = zoo.build_model(job["model"], names,
                                  {n: tensors[f"init/{n}"] for n in names}, torch.float32)
+        del tensors  # copied into the module: the golden's file is not the training's memory
     elif job.get("seeded"):  # an exported script (trainrepro export --python): no golden file,
         # trainrepro's own seeded initialisation, the user's frozen parameters frozen
         module = zoo.build_model_with_defaults(job["model"])
@@ -123,7 +128,11 @@ def run(job, rank, world_size, record):
     # loop still runs: some refusals come from the loop's habits (loss.backward() at stage 0).
     loop = job["loop"]
     trains = golden or job.get("seeded")
-    steps_wanted = job["steps"] if trains else 1
+    # The loop runs loop.steps optimizer steps; gradients and parameters are recorded for the
+    # first job["steps"] (the golden's), as the reference engine records them.
+    steps_recorded = job["steps"] if trains else 1
+    steps_wanted = max(steps_recorded, int(job.get("loop_steps", steps_recorded))) \
+        if trains else 1
     source = zoo.SampleSource(job["data"] if golden else zoo.data_with_defaults(job["data"]))
     parameters = zoo.trainable(engine.module)  # as the golden records them
     record["parameter_names"] = names
@@ -162,6 +171,10 @@ def run(job, rank, world_size, record):
         return safe_get_full_grad(p)
 
     def snapshot_gradients():
+        with harness_record():
+            take_gradients()
+
+    def take_gradients():
         pending["gradients"] = [g.detach().clone().float() if g is not None else
                                 torch.zeros_like(p) for p, g in
                                 ((p, full_gradient(p)) for p in parameters)]
@@ -175,19 +188,23 @@ def run(job, rank, world_size, record):
     def record_step():
         if pending["gradients"] is None:
             raise RuntimeError("the optimizer stepped where the oracle did not expect it")
-        gradients = pending["gradients"]
-        norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in gradients)))
-        record["steps"].append({
-            "micro_step": pending["micro_step"],
-            "through_engine": pending["through_engine"],
-            "gradient_norm": norm,
-            "gradients": gradients,
-            "parameters": model_weights(),
-            "lr": pending["lr"],
-            "loss_scale": pending["loss_scale"],
-            "skipped": int(getattr(engine, "skipped_steps", 0)) > pending["skipped_before"],
-        })
-        pending["gradients"] = None
+        with harness_record():
+            gradients = pending["gradients"]
+            norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in gradients)))
+            recorded = len(record["steps"]) < steps_recorded
+            record["steps"].append({
+                "micro_step": pending["micro_step"],
+                "through_engine": pending["through_engine"],
+                "gradient_norm": norm,
+                "recorded": recorded,
+                "gradients": gradients if recorded else [],
+                "parameters": model_weights() if recorded else [],
+                "lr": pending["lr"],
+                "loss_scale": pending["loss_scale"],
+                "skipped": int(getattr(engine, "skipped_steps", 0)) > pending["skipped_before"],
+            })
+            pending["gradients"] = None
+            del gradients
 
     # The wrapped optimizer's step hook fires before a mixed-precision wrapper copies its masters
     # back: bf16 runs record after engine.step(), as ZeRO runs do.
@@ -197,6 +214,8 @@ def run(job, rank, world_size, record):
 
     evaluation = loop.get("evaluation")
     evaluations_done = [0]
+    # What the evaluation adds up across evaluations: a number, or (sum_as_tensor) a tensor.
+    evaluation_sum = {"tensor": None, "value": 0.0}
 
     def evaluate():
         spec = {"every": 1, "batches": 1, "no_grad": True, "sum_as_tensor": False, "backward": False}
@@ -209,7 +228,53 @@ def run(job, rank, world_size, record):
                 loss = module.loss_sum(outputs, batch) / batch.items
                 if spec["backward"]:
                     loss.backward()
+                if spec["sum_as_tensor"]:
+                    running = evaluation_sum["tensor"]
+                    evaluation_sum["tensor"] = loss if running is None else running + loss
+                else:
+                    evaluation_sum["value"] += loss.item()
         evaluations_done[0] += 1
+
+    # What the user's loop keeps across steps (scenario "loop.keep"), every micro-step, as
+    # harness/loop/kept_across_steps.cpp keeps it: a Python list it appends to.
+    keep = loop.get("keep", "nothing")
+    kept = []
+    keepers = {
+        "nothing": None,
+        "loss_item": lambda loss, outputs: loss.item(),
+        "loss_with_graph": lambda loss, outputs: loss,
+        "loss_detached": lambda loss, outputs: loss.detach(),
+        "loss_on_cpu": lambda loss, outputs: loss.detach().cpu(),
+        "outputs_with_graph": lambda loss, outputs: outputs,
+        "outputs_detached": lambda loss, outputs: outputs.detach(),
+        "outputs_on_cpu": lambda loss, outputs: outputs.detach().cpu(),
+        # Once per optimizer step at ZeRO-3, not per micro-step: not performed here (the oracle
+        # judges their gradients only; `run --engine deepspeed` skips them with the reason).
+        "gathered_parameters": None,
+        "gathered_parameter_norms": None,
+    }
+    if keep not in keepers:
+        raise ValueError(f"loop.keep {keep!r}: the DeepSpeed worker keeps none of "
+                         f"{', '.join(k for k in keepers)} that way")
+    keeper = keepers[keep]
+
+    # The worker's own tensors (recorded gradients and parameters, the gradients of a step about
+    # to be recorded): never the training's memory.
+    def harness_tensors():
+        for step in record["steps"]:
+            yield from step["gradients"]
+            yield from step["parameters"]
+        if pending["gradients"] is not None:
+            yield from pending["gradients"]
+        yield from source.cached_tensors()
+
+    probe = make_memory_probe(harness_tensors) if make_memory_probe else None
+    harness_record = probe.record_of_harness if probe else contextlib.nullcontext
+    source.chunk_context = harness_record
+
+    def sample_memory(point, m):
+        if probe:
+            probe.sample(point, m, len(record["steps"]))
 
     zero_grad = loop.get("zero_grad", "boundary")
     loss_scaling = loop.get("loss_scaling", "engine")
@@ -232,6 +297,7 @@ def run(job, rank, world_size, record):
             window_first = m * world_size * micro_batch
             window = source.samples(window_first, window_first + gas * world_size * micro_batch)
             window_items = window.items / world_size
+            del window
         steps_before = len(record["steps"])
 
         if zero_grad == "every_micro_step":
@@ -251,8 +317,11 @@ def run(job, rank, world_size, record):
         else:
             engine.backward(loss)
         backwards[0] += 1
-        record["micro_step_losses"].append(float(loss_sum.detach()) / batch.items)
-        record["micro_step_items"].append(int(batch.items))
+        with harness_record():
+            record["micro_step_losses"].append(float(loss_sum.detach()) / batch.items)
+            record["micro_step_items"].append(int(batch.items))
+        if keeper:
+            kept.append(keeper(loss, outputs))
 
         window_ends = (m + 1) % gas == 0
         if stepping == "every_micro_step":
@@ -288,14 +357,24 @@ def run(job, rank, world_size, record):
         if loop.get("lr_scheduler_step", "engine") == "every_micro_step":
             lr_scheduler.step()
 
+        # The micro-batch's tensors are gone before memory is sampled, as the reference loop's
+        # are (its micro-step is a function scope): samples show what the loop keeps.
+        del batch, inputs, outputs, loss_sum, loss
+        sample_memory("micro_step", m)
         steps_done = len(record["steps"])
+        if steps_done > steps_before:
+            sample_memory("boundary", m)
         if (steps_done > steps_before and evaluation and steps_done % evaluation.get("every", 1) == 0
                 and steps_done < steps_wanted):
+            sample_memory("before_evaluation", m)
             evaluate()
+            sample_memory("after_evaluation", m)
         m += 1
     record["engine"]["global_steps"] = engine.global_steps
     record["engine"]["micro_steps"] = engine.micro_steps
     record["engine"]["skipped_steps"] = int(getattr(engine, "skipped_steps", 0))
+    if probe:
+        record["memory"] = probe.result()
 
 
 def main():

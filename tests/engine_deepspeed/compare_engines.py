@@ -1,17 +1,20 @@
 """`trainrepro run --engine deepspeed` gives the reference engine's verdicts (issue 34, first slice).
 
-Usage: compare_engines.py TRAINREPRO [--engine deepspeed==VERSION] SCENARIO_OR_FOLDER...
+Usage: compare_engines.py [--no-skips] TRAINREPRO [--engine deepspeed==VERSION] SCENARIO_OR_FOLDER...
 Runs the scenarios on both engines (`--results` into a temporary folder) and compares each
-scenario's outcome. A scenario the DeepSpeed engine skips (with its reason) is listed, not
-compared; every other must have the reference engine's outcome. Exit 0 all agree, 1 a
+scenario's outcome and diagnosis kinds. A scenario the DeepSpeed engine skips (with its reason)
+is listed, not compared; every other must have the reference engine's outcome and diagnoses.
+Exit 0 all agree, 1 a
 disagreement, 3 a run failed to produce results, 77 no Python with torch and deepspeed (CTest
 SKIP): TRAINREPRO_DEEPSPEED_PYTHON, else tests/deepspeed_oracle/deepspeed_python when the oracle's
 DeepSpeed is installed, else python3. With --engine deepspeed==VERSION trainrepro itself installs
 that release into its cache when missing (the first run pays for it), and nothing is skipped.
+With --no-skips a scenario the DeepSpeed engine skips is a disagreement.
 """
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,6 +36,12 @@ def deepspeed_python():
     return "python3"
 
 
+def diagnoses(result):
+    """The diagnosis kinds a result names ("...; memory: diagnosis host_memory_leak; ..."): the
+    same outcome must come with the same diagnoses."""
+    return sorted(set(re.findall(r"diagnosis ([a-z_]+)", result.get("found", ""))))
+
+
 def run(trainrepro, paths, results, extra, env):
     started = time.time()
     completed = subprocess.run([trainrepro, "run", *paths, "--results", str(results), *extra],
@@ -46,7 +55,10 @@ def run(trainrepro, paths, results, extra, env):
 
 
 def main():
-    trainrepro, paths = sys.argv[1], sys.argv[2:]
+    arguments = sys.argv[1:]
+    no_skips = "--no-skips" in arguments
+    arguments = [a for a in arguments if a != "--no-skips"]
+    trainrepro, paths = arguments[0], arguments[1:]
     engine = "deepspeed"
     if paths[:1] == ["--engine"]:
         engine, paths = paths[1], paths[2:]
@@ -76,13 +88,16 @@ def main():
             disagree.append(f"{name}: no result from --engine deepspeed")
             continue
         if theirs["outcome"] == "skipped" and ours["outcome"] != "skipped":
-            skipped.append(f"{name}: {theirs.get('found', '')}")
+            (disagree if no_skips else skipped).append(f"{name}: {theirs.get('found', '')}")
             continue
         line = f"{name}: reference {ours['outcome']}, deepspeed {theirs['outcome']}"
         if not theirs.get("engine", "").startswith("deepspeed "):
             disagree.append(f"{line}: the result names the engine {theirs.get('engine')!r}")
+        elif theirs["outcome"] == ours["outcome"] and diagnoses(theirs) != diagnoses(ours):
+            disagree.append(f"{line}, but the diagnoses differ: reference {diagnoses(ours)}, "
+                            f"deepspeed {diagnoses(theirs)}: {theirs.get('found', '')[:600]}")
         elif theirs["outcome"] == ours["outcome"]:
-            agree.append(line)
+            agree.append(line + (f" ({', '.join(diagnoses(ours))})" if diagnoses(ours) else ""))
         else:
             disagree.append(f"{line}: {theirs.get('found', '')[:600]}")
     engines = {result.get("engine") for result in deepspeed.values()}

@@ -16,7 +16,7 @@ if sys.argv[1] == "-c":  # trainrepro's probe
     sys.exit(0)
 job = json.load(open(sys.argv[2]))
 prefix = job["trace"]
-header = {"format": "trainrepro-deepspeed-trace", "format_version": 1}
+header = {"format": "trainrepro-deepspeed-trace", "format_version": 2}
 if mode == "absent":
     print("Segmentation fault (pretend)")
     sys.exit(139)

@@ -35,14 +35,45 @@ TEST_F(DeepSpeedTraining, LambIsSkippedForWantOfACpuKernel) {
   EXPECT_NE(reason->find("FusedLamb has no CPU kernel"), std::string::npos) << *reason;
 }
 
-TEST_F(DeepSpeedTraining, MemoryExpectationIsSkippedUntilMemoryIsMeasured) {
+TEST_F(DeepSpeedTraining, LeakHabitsAreMeasuredOnTheRealEngine) {
   nlohmann::json written = valid_scenario();
   written["loop"] = {{"keep", "loss_with_graph"}};
+  written["expect"] = {{"outcome", "diagnosis"}, {"diagnosis", "host_memory_leak"}};
+  const Scenario scenario = load(written);
+  EXPECT_EQ(unsupported_by_deepspeed_worker(scenario, plan_of(scenario)), std::nullopt);
+}
+
+TEST_F(DeepSpeedTraining, GatheredParametersAreSkippedWithTheReason) {
+  nlohmann::json written = valid_scenario();
+  written["loop"] = {{"keep", "gathered_parameters"}};
   const Scenario scenario = load(written);
   const auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
   ASSERT_TRUE(reason);
-  EXPECT_NE(reason->find("memory is not measured on the real engine"), std::string::npos)
-      << *reason;
+  EXPECT_NE(reason->find("/loop/keep \"gathered_parameters\""), std::string::npos) << *reason;
+}
+
+TEST_F(DeepSpeedTraining, EvaluationCallingBackwardIsSkippedWithTheReason) {
+  nlohmann::json written = valid_scenario();
+  written["loop"] = {{"evaluation", {{"no_grad", false}, {"backward", true}}}};
+  const Scenario scenario = load(written);
+  const auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("/loop/evaluation/backward"), std::string::npos) << *reason;
+}
+
+TEST_F(DeepSpeedTraining, ModelStateFiguresAndPeakBudgetsAreSkippedWithTheReason) {
+  nlohmann::json written = valid_scenario();
+  written["expect"] = {{"outcome", "diagnosis"}, {"diagnosis", "model_states_differ_from_zero"}};
+  Scenario scenario = load(written);
+  auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("model-state and traffic figures"), std::string::npos) << *reason;
+  written = valid_scenario();
+  written["memory"] = {{"budget_peak_bytes", 1000000}};
+  scenario = load(written);
+  reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
+  ASSERT_TRUE(reason);
+  EXPECT_NE(reason->find("/memory/budget_peak_bytes"), std::string::npos) << *reason;
 }
 
 TEST_F(DeepSpeedTraining, HuggingFaceTrainerLoopIsSkippedNotRunAsThePlainLoop) {
@@ -66,6 +97,8 @@ TEST_F(DeepSpeedTraining, JobCarriesTheScenarioAsWrittenAndTheGoldensFiles) {
   EXPECT_EQ(job.at("deepspeed"), written.at("deepspeed"));
   EXPECT_EQ(job.at("loop"), written.at("loop"));
   EXPECT_EQ(job.at("steps"), scenario.golden.steps);
+  EXPECT_EQ(job.at("loop_steps"), scenario.loop.steps);
+  EXPECT_EQ(job.at("memory"), true);
   EXPECT_EQ(job.at("world_size"), 1);
   EXPECT_EQ(job.at("model"), golden.key.at("model"));
   EXPECT_TRUE(job.at("parameter_groups").is_null());

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,17 +50,40 @@ class WorkerTraceFiles : public ::testing::Test {
              {{{"micro_step", 2},
                {"through_engine", true},
                {"gradient_norm", 0.5},
+               {"recorded", true},
                {"lr", 0.01},
                {"loss_scale", 1.0},
                {"skipped", false}},
               {{"micro_step", 4},
                {"through_engine", false},
                {"gradient_norm", 0.25},
+               {"recorded", true},
                {"lr", 0.005},
                {"loss_scale", 1.0},
                {"skipped", false}}}},
             {"counters", {{"micro_steps", 4}, {"global_steps", 1}, {"skipped_steps", 0}}},
+            {"memory", memory_json()},
             {"seconds", 1.5}};
+  }
+  // memory_census.py's samples: a micro-step (no host signals), two boundaries, an evaluation.
+  static nlohmann::json memory_json() {
+    const auto sample = [](const char* point, int64_t micro, int64_t step, int64_t bytes,
+                           int64_t host) {
+      return nlohmann::json{{"point", point},
+                            {"micro_step", micro},
+                            {"optimizer_step", step},
+                            {"cpu_tensor_bytes", bytes},
+                            {"cpu_tensor_allocations", bytes / 4},
+                            {"cpu_tensor_peak_bytes", bytes + 8},
+                            {"host_heap_bytes", host},
+                            {"resident_bytes", host < 0 ? -1 : 4096}};
+    };
+    return {{"samples",
+             {sample("micro_step", 0, 0, 100, -1), sample("boundary", 1, 1, 104, 5000),
+              sample("before_evaluation", 1, 1, 104, 5000),
+              sample("after_evaluation", 1, 1, 120, 5100), sample("boundary", 3, 2, 124, 5200)}},
+            {"live_at_end", {{100, 0}, {4, 0}, {16, 1}, {4, 1}}},
+            {"tensor_bookkeeping_bytes", 320}};
   }
   std::vector<std::pair<std::string, at::Tensor>> trained_tensors(int64_t steps = 2) const {
     std::vector<std::pair<std::string, at::Tensor>> tensors;
@@ -152,7 +176,7 @@ TEST_F(WorkerTraceFiles, ForeignFormatIsAnError) {
   nlohmann::json json = trained_json();
   json["format_version"] = 99;
   write_json(json);
-  EXPECT_NE(error_of_read().find("format version 1"), std::string::npos) << error_of_read();
+  EXPECT_NE(error_of_read().find("format version 2"), std::string::npos) << error_of_read();
 }
 
 TEST_F(WorkerTraceFiles, MissingKeyNamesItsPlace) {
@@ -181,7 +205,8 @@ TEST_F(WorkerTraceFiles, TruncatedTensorsAreAnError) {
 TEST_F(WorkerTraceFiles, TooFewTensorsForTheStepsAreAnError) {
   write_safetensors(prefix_ + ".safetensors", trained_tensors(/*steps=*/1));
   write_json(trained_json());
-  EXPECT_NE(error_of_read().find("4 tensors where 2 steps of 2 parameters"), std::string::npos)
+  EXPECT_NE(error_of_read().find("4 tensors where 2 recorded steps of 2 parameters"),
+            std::string::npos)
       << error_of_read();
 }
 
@@ -209,6 +234,104 @@ TEST_F(WorkerTraceFiles, UnknownStatusIsAnError) {
   json["status"] = "finished";
   write_json(json);
   EXPECT_NE(error_of_read().find("\"finished\" is none of"), std::string::npos) << error_of_read();
+}
+
+TEST_F(WorkerTraceFiles, StepsAfterTheRecordedOnesCarryNoTensors) {
+  nlohmann::json json = trained_json();
+  json["steps"][1]["recorded"] = false;
+  write_safetensors(prefix_ + ".safetensors", trained_tensors(/*steps=*/1));
+  write_json(json);
+  const WorkerTrace read_back = read();
+  ASSERT_EQ(read_back.trace.steps.size(), 2u);
+  EXPECT_EQ(read_back.trace.steps[0].gradients.size(), 2u);
+  EXPECT_TRUE(read_back.trace.steps[1].gradients.empty());
+  EXPECT_TRUE(read_back.trace.steps[1].parameters.empty());
+  EXPECT_DOUBLE_EQ(read_back.trace.steps[1].gradient_norm, 0.25);
+}
+
+TEST_F(WorkerTraceFiles, RecordedStepAfterAnUnrecordedOneIsAnError) {
+  nlohmann::json json = trained_json();
+  json["steps"][0]["recorded"] = false;
+  write_safetensors(prefix_ + ".safetensors", trained_tensors(/*steps=*/1));
+  write_json(json);
+  EXPECT_NE(error_of_read().find("trace.json:/steps/1/recorded: true after an unrecorded step"),
+            std::string::npos)
+      << error_of_read();
+}
+
+TEST_F(WorkerTraceFiles, MemoryBecomesTheReferenceProbesSamples) {
+  write_safetensors(prefix_ + ".safetensors", trained_tensors());
+  write_json(trained_json());
+  const Trace trace = read().trace;
+  ASSERT_EQ(trace.memory.size(), 5u);
+  EXPECT_EQ(trace.memory[0].point, SamplePoint::micro_step);
+  EXPECT_EQ(trace.memory[0].host_heap_bytes, -1);
+  EXPECT_EQ(trace.memory[1].point, SamplePoint::boundary);
+  EXPECT_EQ(trace.memory[1].optimizer_step, 1);
+  EXPECT_EQ(trace.memory[1].cpu_tensor_bytes, 104);
+  EXPECT_EQ(trace.memory[1].cpu_tensor_allocations, 26);
+  EXPECT_EQ(trace.memory[1].cpu_tensor_peak_bytes, 112);
+  EXPECT_EQ(trace.memory[1].host_heap_bytes, 5000);
+  EXPECT_EQ(trace.memory[1].resident_bytes, 4096);
+  EXPECT_EQ(trace.memory[2].point, SamplePoint::before_evaluation);
+  EXPECT_EQ(trace.memory[3].point, SamplePoint::after_evaluation);
+  ASSERT_EQ(trace.live_at_end.size(), 4u);
+  EXPECT_EQ(trace.live_at_end[2].bytes, 16);
+  EXPECT_EQ(trace.live_at_end[2].birth_step, 1);
+  EXPECT_EQ(trace.tensor_bookkeeping_bytes, 320);
+  EXPECT_TRUE(trace.memory_not_measured.empty());
+}
+
+// Each bad memory field, and the start of the error it must give.
+TEST_F(WorkerTraceFiles, BadMemoryFieldsNameTheirPlace) {
+  write_safetensors(prefix_ + ".safetensors", trained_tensors());
+  const std::vector<std::pair<std::function<void(nlohmann::json&)>, std::string>> cases = {
+      {[](nlohmann::json& m) { m.erase("samples"); }, "trace.json:/memory/samples: missing"},
+      {[](nlohmann::json& m) { m["samples"] = "none"; },
+       "trace.json:/memory/samples: expected an array"},
+      {[](nlohmann::json& m) { m["samples"][1].erase("host_heap_bytes"); },
+       "trace.json:/memory/samples/1/host_heap_bytes: missing"},
+      {[](nlohmann::json& m) { m["samples"][1]["cpu_tensor_bytes"] = "104"; },
+       "trace.json:/memory/samples/1/cpu_tensor_bytes: expected an integer, found \"104\""},
+      {[](nlohmann::json& m) { m["samples"][1]["cpu_tensor_bytes"] = 104.5; },
+       "trace.json:/memory/samples/1/cpu_tensor_bytes: expected an integer"},
+      {[](nlohmann::json& m) { m["samples"][1]["cpu_tensor_bytes"] = -4; },
+       "trace.json:/memory/samples/1/cpu_tensor_bytes: -4 is below 0"},
+      {[](nlohmann::json& m) { m["samples"][1]["host_heap_bytes"] = -1; },
+       "trace.json:/memory/samples/1/host_heap_bytes: -1 is below 0"},
+      {[](nlohmann::json& m) { m["samples"][1]["point"] = "step"; },
+       "trace.json:/memory/samples/1/point: \"step\" is none of"},
+      {[](nlohmann::json& m) { m["samples"][4]["optimizer_step"] = 0; },
+       "trace.json:/memory/samples/4/optimizer_step: 0 is below 1"},
+      {[](nlohmann::json& m) { m["samples"][4]["optimizer_step"] = 3; },
+       "trace.json:/memory/samples/4/optimizer_step: 3 is beyond the 2 optimizer steps"},
+      {[](nlohmann::json& m) { m["live_at_end"][1] = {4}; },
+       "trace.json:/memory/live_at_end/1: expected [bytes, birth_step] as integers"},
+      {[](nlohmann::json& m) {
+         m["live_at_end"][1] = {4, 9};
+       },
+       "trace.json:/memory/live_at_end/1: [4,9] is out of range"},
+      {[](nlohmann::json& m) { m.erase("tensor_bookkeeping_bytes"); },
+       "trace.json:/memory/tensor_bookkeeping_bytes: missing"},
+  };
+  for (const auto& [spoil, expected] : cases) {
+    nlohmann::json json = trained_json();
+    spoil(json["memory"]);
+    write_json(json);
+    const std::string error = error_of_read();
+    EXPECT_NE(error.find(expected), std::string::npos)
+        << "expected " << expected << "\n  got " << error;
+  }
+}
+
+TEST_F(WorkerTraceFiles, AbsentMemoryIsAnError) {
+  nlohmann::json json = trained_json();
+  json.erase("memory");
+  write_safetensors(prefix_ + ".safetensors", trained_tensors());
+  write_json(json);
+  EXPECT_NE(error_of_read().find("trace.json:/memory: missing: the worker measured no memory"),
+            std::string::npos)
+      << error_of_read();
 }
 
 }  // namespace
