@@ -87,7 +87,50 @@
     var t = str(s.found) || str(s.diagnosis);
     return t.length > 300 ? t.slice(0, 297) + '\u2026' : t;
   }
-  function keyOf(s, i) { return str(s.name) || str(s.file) || ('scenario #' + (i + 1)); }
+  // The engine that trained a scenario, short: "reference", "deepspeed 0.18.5".
+  function engineOf(s) { return str(s.engine).split(' (')[0] || 'reference'; }
+  // A scenario run on several engines (a release matrix) is one entry per engine.
+  function keyOf(s, i) {
+    var name = str(s.name) || str(s.file) || ('scenario #' + (i + 1));
+    return engineOf(s) === 'reference' ? name : name + ' [' + engineOf(s) + ']';
+  }
+  // Engines in release order: the reference engine first, then DeepSpeed's releases by number.
+  function engineOrder(a, b) {
+    function parts(e) { return e === 'reference' ? [-1] : e.replace(/^\D+/, '').split('.').map(Number); }
+    var x = parts(a), y = parts(b);
+    for (var i = 0; i < Math.max(x.length, y.length); i++) {
+      var d = (x[i] || 0) - (y[i] || 0);
+      if (d) return d;
+    }
+    return a < b ? -1 : (a > b ? 1 : 0);
+  }
+  // Results from more than one engine: each scenario's outcome on each, side by side (what
+  // scripts/release-matrix draws: the catalogue on a list of DeepSpeed releases).
+  function engineMatrix(root) {
+    var engines = [], names = [], cell = {};
+    state.scenarios.forEach(function (sc) {
+      var e = engineOf(sc.s), n = str(sc.s.name) || sc.key;
+      if (engines.indexOf(e) < 0) engines.push(e);
+      if (names.indexOf(n) < 0) names.push(n);
+      cell[n + '\u0000' + e] = sc;
+    });
+    if (engines.length < 2) return;
+    engines.sort(engineOrder);
+    names.sort();
+    var sec = h('section', {id: 'engine-matrix'}, [h('h2', {text: 'Outcome by engine'}),
+      h('p', {cls: 'hint', text: names.length + ' scenarios on ' + engines.length + ' engines. A cell links to that run\u2019s details; an empty cell was not run there.'})]);
+    var head = h('tr', {}, [h('th', {text: 'scenario'})].concat(engines.map(function (e) { return h('th', {text: e}); })));
+    var body = h('tbody');
+    names.forEach(function (n) {
+      body.appendChild(h('tr', {}, [h('td', {cls: 'name', text: n})].concat(engines.map(function (e) {
+        var sc = cell[n + '\u0000' + e];
+        if (!sc) return h('td', {text: ''});
+        return h('td', {title: oneLine(sc.s)}, [h('a', {href: '#scenario=' + encodeURIComponent(sc.key)}, [badge(sc.outcome)])]);
+      }))));
+    });
+    sec.appendChild(h('div', {cls: 'table-wrap'}, [h('table', {cls: 'engine-matrix'}, [h('thead', {}, [head]), body])]));
+    root.appendChild(sec);
+  }
 
   // ---------- status ----------
   function updateStatus() {
@@ -624,6 +667,7 @@
     guard(root, 'the summary', function () { summary(root); });
     if (!state.counts) { state.counts = {}; OUTCOMES.forEach(function (o) { state.counts[o] = 0; }); }
     guard(root, 'the performance history', function () { performanceHistory(root); });
+    guard(root, 'the engine matrix', function () { engineMatrix(root); });
     guard(root, 'the table', function () { table(root); });
     var list = h('section', {id: 'details'}, [h('h2', {text: 'Scenario details'}),
       h('p', {cls: 'hint', text: 'Click a scenario to open it; charts are drawn when it opens. Failed, not-reproduced and error scenarios are open already.'})]);

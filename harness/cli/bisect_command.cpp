@@ -67,8 +67,10 @@ int run_bisect(const BisectArgs& args) {
     return kExitInfrastructure;
   }
   std::cout << "bisect " << attempt.scenario->name << ": " << releases.size() << " releases from "
-            << args.good << " (good) to " << args.bad << " (bad); the golden follows DeepSpeed "
-            << attempt.scenario->deepspeed.release->version << "'s rules\n"
+            << args.good << " (good) to " << args.bad << " (bad)"
+            << (release_older(args.bad, args.good) ? ", newest first (looking for the fix)" : "")
+            << "; the golden follows DeepSpeed " << attempt.scenario->deepspeed.release->version
+            << "'s rules\n"
             << std::flush;
 
   RunOptions options;
@@ -113,10 +115,16 @@ int run_bisect(const BisectArgs& args) {
   for (const ReleaseProbe& done : bisection.probes) {
     if (done.release == *bisection.first_bad) first_bad = &done.result;
   }
-  std::cout << "first bad: " << *bisection.first_bad << " (" << bisection_outcome(*first_bad)
-            << ": " << first_line(first_bad->verdict.found)
-            << "); last good: " << *bisection.last_good << "\n"
-            << summary << "\n";
+  const std::string bad_outcome =
+      bisection_outcome(*first_bad) + ": " + first_line(first_bad->verdict.found);
+  if (release_older(args.bad, args.good)) {  // searched newest first: the fix
+    std::cout << "fixed in: " << *bisection.last_good << "; last bad: " << *bisection.first_bad
+              << " (" << bad_outcome << ")\n";
+  } else {
+    std::cout << "first bad: " << *bisection.first_bad << " (" << bad_outcome
+              << "); last good: " << *bisection.last_good << "\n";
+  }
+  std::cout << summary << "\n";
   return kExitOk;
 }
 

@@ -170,7 +170,10 @@ int main(int argc, char** argv) {
       ->required();
   bisect->add_option("--good", bisect_args.good, "a release whose outcome is the good one")
       ->required();
-  bisect->add_option("--bad", bisect_args.bad, "a later release whose outcome differs")->required();
+  bisect
+      ->add_option("--bad", bisect_args.bad,
+                   "a release whose outcome differs (older than --good: find the fix)")
+      ->required();
   bisect->add_option("--golden-dir", bisect_args.golden_dir,
                      "where goldens are read (default golden)");
   bisect
@@ -183,12 +186,13 @@ int main(int argc, char** argv) {
       "(as run --engine deepspeed==RELEASE) and runs the scenario on it. The good and bad "
       "releases\n"
       "run first, then binary search: about log2(releases) + 2 probes. Each probe's verdict is\n"
-      "printed, then `first bad: R (outcome: what was found); last good: R'`. It assumes the\n"
-      "outcome changed once between them.\n"
+      "printed, then `first bad: R (outcome: what was found); last good: R'`. A --good newer\n"
+      "than --bad searches for the fix instead: `fixed in: R; last bad: R' (outcome: ...)`.\n"
+      "It assumes the outcome changed once between them.\n"
       "Exit codes:\n"
-      "  0  the first bad release was found\n"
+      "  0  the first bad release (or the fix) was found\n"
       "  1  the good and bad releases give the same outcome (nothing to search)\n"
-      "  2  bad usage: a release PyPI does not have or yanked, --good not older than --bad, a bad\n"
+      "  2  bad usage: a release PyPI does not have or yanked, --good equal to --bad, a bad\n"
       "     scenario\n"
       "  3  infrastructure: PyPI unreachable, an install failed, a probe ended in an error\n");
 

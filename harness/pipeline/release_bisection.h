@@ -28,10 +28,12 @@ struct ReleaseBisection {
 // What two releases are compared by: the verdict's outcome ("passed", "failed", "reproduced"…).
 std::string bisection_outcome(const ScenarioResult& result);
 
-// releases: oldest first, releases.front() the good one, releases.back() the bad one (at least
-// two). Probes the ends first, then halves the span between the last release that behaved as the
-// good one and the first that did not: about log2(n) + 2 probes. `on_probe` sees each as it ends.
-// Assumes the change happened once in the range (a release that flips back is not searched for).
+// releases: in release order from the good one (front) to the bad one (back), at least two;
+// newest first when the good release is the newer (the search then finds the fix: `first_bad`
+// is the newest bad release, `last_good` the release that fixed it). Probes the ends first, then
+// halves the span between the last release that behaved as the good one and the first that did not:
+// about log2(n) + 2 probes. `on_probe` sees each as it ends. Assumes the change happened once in
+// the range (a release that flips back is not searched for).
 ReleaseBisection bisect_releases(const std::vector<std::string>& releases,
                                  const std::function<ScenarioResult(const std::string&)>& probe,
                                  const std::function<void(const ReleaseProbe&)>& on_probe);

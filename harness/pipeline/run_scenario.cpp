@@ -3,8 +3,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -24,6 +24,7 @@
 #include "harness/golden/golden_key.h"
 #include "harness/golden/golden_run.h"
 #include "harness/golden/golden_store.h"
+#include "harness/json/scenario_error.h"
 #include "harness/loop/training_loop.h"
 #include "harness/memory/cuda_memory.h"
 #include "harness/memory/host_memory.h"
@@ -31,12 +32,12 @@
 #include "harness/pipeline/resource_check.h"
 #include "harness/report/results_json.h"
 #include "harness/scenario/load_scenario.h"
-#include "harness/json/scenario_error.h"
+#include "harness/verdict/changed_default.h"
 #include "harness/verdict/golden_staleness.h"
-#include "harness/verdict/loss_scale_calibration.h"
 #include "harness/verdict/habit_visibility.h"
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_training.h"
+#include "harness/verdict/loss_scale_calibration.h"
 #include "models/model_size.h"
 #include "models/torchscript_model.h"
 
@@ -140,13 +141,15 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
   // Your TorchScript module's forward is one graph: nothing inside it can be hooked per layer.
   if (std::holds_alternative<TorchScriptOptions>(scenario.model.options)) {
     if (plan.zero_stage == 3) {
-      return scenario.file + ":/deepspeed/zero_optimization/stage: ZeRO stage 3 gathers each "
+      return scenario.file +
+             ":/deepspeed/zero_optimization/stage: ZeRO stage 3 gathers each "
              "submodule's parameters around that submodule's forward and backward; a TorchScript "
              "module's forward is one compiled graph with no submodule boundaries to gather at, "
              "so the reference engine runs it at stages 0-2 only";
     }
     if (loop.activation_checkpointing != ActivationCheckpointing::none) {
-      return scenario.file + ":/loop/activation_checkpointing: checkpointing lives in your "
+      return scenario.file +
+             ":/loop/activation_checkpointing: checkpointing lives in your "
              "model's code, and a TorchScript module's graph cannot be split into checkpointed "
              "blocks from outside; trace the model with its checkpointing, or remove this key";
     }
@@ -164,13 +167,13 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
   // (1e9 by default); the engine's stage 3 keeps one per param group, which is the same while a
   // group fits in one sub group. Smaller sub groups would split Lamb's trust ratio further.
   if (plan.optimizer.kind == OptimizerKind::lamb && plan.zero_stage == 3) {
-    const nlohmann::json& zero = scenario.deepspeed.verbatim.value("zero_optimization",
-                                                                   nlohmann::json::object());
-    if (zero.is_object() && zero.contains("sub_group_size") &&
-        zero["sub_group_size"].is_number() &&
-        zero["sub_group_size"].get<double>() < static_cast<double>(
-                                                   parameter_count(scenario.model.options))) {
-      return scenario.file + ":/deepspeed/zero_optimization/sub_group_size: Lamb at ZeRO stage "
+    const nlohmann::json& zero =
+        scenario.deepspeed.verbatim.value("zero_optimization", nlohmann::json::object());
+    if (zero.is_object() && zero.contains("sub_group_size") && zero["sub_group_size"].is_number() &&
+        zero["sub_group_size"].get<double>() <
+            static_cast<double>(parameter_count(scenario.model.options))) {
+      return scenario.file +
+             ":/deepspeed/zero_optimization/sub_group_size: Lamb at ZeRO stage "
              "3 with sub groups smaller than the model (" +
              std::to_string(parameter_count(scenario.model.options)) +
              " parameters) is not implemented by the reference engine: DeepSpeed gives FusedLamb "
@@ -210,16 +213,16 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
   try {
     folder = create_rank_work_folder();
   } catch (const std::runtime_error& error) {
-    result.verdict = error_verdict(ErrorSource::infrastructure, scenario.file + ": " + error.what());
+    result.verdict =
+        error_verdict(ErrorSource::infrastructure, scenario.file + ": " + error.what());
     return;
   }
   const std::string result_path = folder + "/result.json";
   RankLaunch launch;
   try {
     launch = launch_ranks(static_cast<int>(plan.batch.world_size),
-                          {"rank-run", scenario.file, "--result-file", result_path,
-                           "--golden-dir", options.golden_dir, "--device",
-                           device_name(plan.device)},
+                          {"rank-run", scenario.file, "--result-file", result_path, "--golden-dir",
+                           options.golden_dir, "--device", device_name(plan.device)},
                           options.rank_timeout_seconds, folder);
   } catch (const std::runtime_error&) {
     std::error_code ignored;
@@ -260,9 +263,9 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
     result = result_from_json(written, scenario.file + " (rank 0's result)");
     result.memory_snapshots = std::move(snapshots);
   } catch (const ResultsFormatError& error) {
-    result.verdict = error_verdict(
-        ErrorSource::infrastructure,
-        std::string(error.what()) + "; the rank was built from another trainrepro?");
+    result.verdict =
+        error_verdict(ErrorSource::infrastructure,
+                      std::string(error.what()) + "; the rank was built from another trainrepro?");
   }
 }
 
@@ -280,7 +283,8 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
     if (plan.dtype == EngineDtype::float64) {
       plan.dtype = EngineDtype::float32;
       result.plan = plan;
-      result.warnings.push_back(scenario.file + ":/dtype: float64 is the reference engine's; "
+      result.warnings.push_back(scenario.file +
+                                ":/dtype: float64 is the reference engine's; "
                                 "--engine deepspeed trains the module in float32 and is judged "
                                 "with float32 tolerances");
     }
@@ -290,8 +294,7 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
   }
   if (!options.allow_large) {
     const MachineCapacity machine{
-        physical_ram_bytes(),
-        plan.device == Device::cuda ? cuda_device_capacity_bytes() : 0,
+        physical_ram_bytes(), plan.device == Device::cuda ? cuda_device_capacity_bytes() : 0,
         std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()))};
     if (auto refusal = refuse_beyond_machine(scenario, plan, machine)) {
       result.verdict = error_verdict(ErrorSource::scenario, *refusal);
@@ -336,8 +339,8 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
   Trace trace;
   try {
     if (options.deepspeed) {
-      auto trained = train_on_deepspeed(scenario, golden, *options.deepspeed,
-                                        options.rank_timeout_seconds);
+      auto trained =
+          train_on_deepspeed(scenario, golden, *options.deepspeed, options.rank_timeout_seconds);
       if (auto* verdict = std::get_if<Verdict>(&trained)) {
         result.verdict = std::move(*verdict);
         return;
@@ -351,14 +354,14 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
       trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan, loop_options);
     }
   } catch (const UserModelError& error) {
-    result.verdict = error_verdict(ErrorSource::scenario, scenario.file + ":/model/options/file: " +
-                                                              error.what());
+    result.verdict = error_verdict(ErrorSource::scenario,
+                                   scenario.file + ":/model/options/file: " + error.what());
     return;
   } catch (const c10::Error& error) {
     // LibTorch's message without its C++ frame dump: the frames say nothing to a user.
-    result.verdict = error_verdict(ErrorSource::infrastructure,
-                                   scenario.file + ": training failed: " +
-                                       error.what_without_backtrace());
+    result.verdict =
+        error_verdict(ErrorSource::infrastructure,
+                      scenario.file + ": training failed: " + error.what_without_backtrace());
     return;
   } catch (const std::exception& error) {
     result.verdict = error_verdict(ErrorSource::infrastructure,
@@ -387,8 +390,10 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
       golden = std::move(following);
     } catch (const std::exception& error) {
       result.verdict = error_verdict(ErrorSource::infrastructure,
-                                     scenario.file + ": the golden that skips the run's skipped "
-                                     "windows failed: " + error.what());
+                                     scenario.file +
+                                         ": the golden that skips the run's skipped "
+                                         "windows failed: " +
+                                         error.what());
       return;
     }
   }
@@ -409,8 +414,9 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
       precision_twin = run_training_loop(scenario.model, scenario.data, golden_loop(scenario),
                                          precision_twin_plan(scenario, plan), twin_options);
     } catch (const std::exception& error) {
-      result.verdict = error_verdict(ErrorSource::infrastructure,
-                                     scenario.file + ": the precision twin failed: " + error.what());
+      result.verdict =
+          error_verdict(ErrorSource::infrastructure,
+                        scenario.file + ": the precision twin failed: " + error.what());
       return;
     }
   }
@@ -450,6 +456,21 @@ LoadAttempt try_load_scenario(const std::string& file) {
   return attempt;
 }
 
+namespace {
+
+// Trained by a DeepSpeed release other than the one whose rules judged: when the verdict is not
+// the expected one, a default that differs between the two belongs in the diagnosis.
+void add_changed_default(const Scenario& scenario, const RunOptions& options, Verdict& verdict) {
+  if (!options.deepspeed || options.deepspeed->versions.deepspeed.empty()) return;
+  if (verdict.outcome != Outcome::failed && verdict.outcome != Outcome::not_reproduced) return;
+  const auto finding =
+      changed_default_finding(scenario.deepspeed, options.deepspeed->versions.deepspeed);
+  if (!finding) return;
+  verdict.diagnosis += (verdict.diagnosis.empty() ? "" : "\n") + *finding;
+}
+
+}  // namespace
+
 ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& options) {
   const auto start = Clock::now();
   // A DeepSpeed implementation bug on the real DeepSpeed: the installed release chooses what
@@ -480,8 +501,9 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
   }
 
   if (scenario.measure_only) {
-    result.verdict = skipped_verdict("skipped: a performance workload that is only measured "
-                                     "(`trainrepro perf run`): it has no golden to judge against");
+    result.verdict = skipped_verdict(
+        "skipped: a performance workload that is only measured "
+        "(`trainrepro perf run`): it has no golden to judge against");
     result.seconds = seconds_since(start);
     return result;
   }
@@ -506,6 +528,7 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
   } else {
     run_training_stage(scenario, std::get<Plan>(resolution), options, result);
     result.verdict.expected = describe_expectation(scenario.expect);
+    add_changed_default(scenario, options, result.verdict);
   }
   result.seconds = seconds_since(start);
   return result;

@@ -230,6 +230,7 @@ json scenario_data(const ScenarioResult& result, const RunProvenance& provenance
             {"training_seconds", result.training_seconds},
             {"judging_seconds", result.judging_seconds}}},
           {"deepspeed_version", result.deepspeed_version},
+          {"engine", result.engine},
           {"torch_version", result.torch_version},
           {"plan", plan_summary(written["plan"])},
           {"gradients",

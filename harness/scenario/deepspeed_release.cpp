@@ -1,5 +1,8 @@
 #include "harness/scenario/deepspeed_release.h"
 
+#include <array>
+#include <sstream>
+
 namespace trainrepro {
 namespace {
 
@@ -128,8 +131,8 @@ std::vector<std::string> with(std::vector<std::string> keys, std::vector<std::st
 const std::vector<std::string> kOffloadParamKeys = {"buffer_count", "buffer_size", "device",
                                                     "max_in_cpu",   "nvme_path",   "pin_memory"};
 const std::vector<std::string> kOffloadOptimizerKeys = {
-    "buffer_count", "device", "fast_init", "nvme_path", "pin_memory",
-    "pipeline_read", "pipeline_write", "ratio"};
+    "buffer_count", "device",        "fast_init",      "nvme_path",
+    "pin_memory",   "pipeline_read", "pipeline_write", "ratio"};
 
 std::vector<ValidatedSection> validated_in_0_16_9() {
   return {{"/zero_optimization", "DeepSpeedZeroConfig",
@@ -140,21 +143,23 @@ std::vector<ValidatedSection> validated_in_0_16_9() {
 }
 
 std::vector<ValidatedSection> validated_in_0_19_8() {
-  return {{"/zero_optimization", "DeepSpeedZeroConfig",
-           with(zero_keys_common(),
-                {"allgather_sequential", "compute_grad_norm", "enable_sanity_checks",
-                 "leaf_module", "parameter_alignment", "save_muon_momentum_buffer_in_memory",
-                 "stage3_allgather_sequential", "zenflow"})},
-          {"/zero_optimization/offload_param", "DeepSpeedZeroConfig", kOffloadParamKeys},
-          {"/zero_optimization/offload_optimizer", "DeepSpeedZeroConfig",
-           with(kOffloadOptimizerKeys, {"cpuadam_cores_perc", "super_offload"})},
-          {"/fp16", "DeepSpeedFP16Config",
-           {"auto_cast", "consecutive_hysteresis", "enabled", "fp16_master_weights_and_grads",
-            "hysteresis", "initial_scale_power", "loss_scale", "loss_scale_window",
-            "min_loss_scale"}},
-          {"/bf16", "DeepSpeedBF16Config",
-           {"bf16_master_weights_and_grads", "bf16_optimizer_states", "check_grad_overflow",
-            "enabled", "immediate_grad_update"}}};
+  return {
+      {"/zero_optimization", "DeepSpeedZeroConfig",
+       with(zero_keys_common(),
+            {"allgather_sequential", "compute_grad_norm", "enable_sanity_checks", "leaf_module",
+             "parameter_alignment", "save_muon_momentum_buffer_in_memory",
+             "stage3_allgather_sequential", "zenflow"})},
+      {"/zero_optimization/offload_param", "DeepSpeedZeroConfig", kOffloadParamKeys},
+      {"/zero_optimization/offload_optimizer", "DeepSpeedZeroConfig",
+       with(kOffloadOptimizerKeys, {"cpuadam_cores_perc", "super_offload"})},
+      {"/fp16",
+       "DeepSpeedFP16Config",
+       {"auto_cast", "consecutive_hysteresis", "enabled", "fp16_master_weights_and_grads",
+        "hysteresis", "initial_scale_power", "loss_scale", "loss_scale_window", "min_loss_scale"}},
+      {"/bf16",
+       "DeepSpeedBF16Config",
+       {"bf16_master_weights_and_grads", "bf16_optimizer_states", "check_grad_overflow", "enabled",
+        "immediate_grad_update"}}};
 }
 
 std::vector<DeepSpeedRelease> make_releases() {
@@ -164,7 +169,7 @@ std::vector<DeepSpeedRelease> make_releases() {
   v0_16.direct_backward_hooked = false;   // runtime/engine.py has no output hooks
   v0_16.has_managed_gradient_accumulation = false;
   v0_16.bf16_without_zero_accumulates_in_fp32 = true;  // runtime/engine.py:1040-1044, 1356-1371
-  v0_16.deepspeed_optimizer_names = {// runtime/config.py:75-88
+  v0_16.deepspeed_optimizer_names = {                  // runtime/config.py:75-88
                                      "adagrad",    "adam",       "adamw",       "lamb",
                                      "onebitadam", "onebitlamb", "zerooneadam", "muadam",
                                      "muadamw",    "musgd",      "lion"};
@@ -180,8 +185,8 @@ std::vector<DeepSpeedRelease> make_releases() {
   v0_19.warmup_lr_max_defaults_to_optimizer_lr = true;  // runtime/lr_schedules.py (0.17.2, #7360)
   v0_19.cosine_progress_clamped = true;                 // runtime/lr_schedules.py (0.19.3)
   v0_16.cosine_construction_rate_first_group_only = true;  // fixed in 0.19.0 (#7969)
-  v0_19.one_cycle_stair_counts_applied = true;          // runtime/lr_schedules.py _get_scale_factor
-  v0_19.removed_keys = removed_in_0_19_8();        // runtime/config.py:80-141
+  v0_19.one_cycle_stair_counts_applied = true;  // runtime/lr_schedules.py _get_scale_factor
+  v0_19.removed_keys = removed_in_0_19_8();     // runtime/config.py:80-141
   v0_19.deepspeed_optimizer_names = {
       // runtime/config.py:52-66
       "adagrad", "adam", "adamw", "lamb", "muadam", "muadamw", "musgd", "lion", "muon"};
@@ -221,6 +226,21 @@ const DeepSpeedRelease* find_deepspeed_release(const std::string& version, std::
     return &oldest;
   }
   return nullptr;
+}
+
+bool release_older(const std::string& a, const std::string& b) {
+  auto numbers = [](const std::string& release) {
+    std::array<int, 3> parts{};
+    char dot1 = 0, dot2 = 0;
+    std::istringstream in(release);
+    in >> parts[0] >> dot1 >> parts[1] >> dot2 >> parts[2];
+    return parts;
+  };
+  return numbers(a) < numbers(b);
+}
+
+double gradient_clipping_default_of(const std::string& version) {
+  return release_older(version, "0.19.3") ? 0.0 : 1.0;
 }
 
 std::string describe_known_releases() {

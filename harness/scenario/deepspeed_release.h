@@ -73,6 +73,14 @@ const DeepSpeedRelease& newest_deepspeed_release();
 // nullptr for a version of a line the table does not know.
 const DeepSpeedRelease* find_deepspeed_release(const std::string& version, std::string& note);
 
+// Whether release a ("0.18.6") comes before b ("0.18.10"): by number, not by text.
+bool release_older(const std::string& a, const std::string& b);
+
+// DeepSpeed's own gradient_clipping default in any release (runtime/constants.py
+// GRADIENT_CLIPPING_DEFAULT: 0.0 up to 0.19.2, 1.0 from 0.19.3, PR #8068), for a release the
+// table above does not hold, such as the one `--engine deepspeed==VERSION` installed.
+double gradient_clipping_default_of(const std::string& version);
+
 // "0.16.9 (also used for 0.16.x), 0.19.8", for error messages.
 std::string describe_known_releases();
 

@@ -1,13 +1,11 @@
 #include "harness/worker/managed_release.h"
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <regex>
-#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -69,14 +67,6 @@ void install_release(const std::string& release, const std::string& home) {
       ":\n" + said);
 }
 
-std::array<int, 3> release_numbers(const std::string& release) {
-  std::array<int, 3> numbers{};
-  char dot1 = 0, dot2 = 0;
-  std::istringstream in(release);
-  in >> numbers[0] >> dot1 >> numbers[1] >> dot2 >> numbers[2];
-  return numbers;
-}
-
 // {release: yanked} from PyPI, through the installer's --list.
 std::map<std::string, bool> published_releases() {
   PrivateFolder folder;
@@ -111,14 +101,10 @@ std::map<std::string, bool> published_releases() {
 
 }  // namespace
 
-bool release_older(const std::string& a, const std::string& b) {
-  return release_numbers(a) < release_numbers(b);
-}
-
 std::vector<std::string> deepspeed_releases_between(const std::string& good,
                                                     const std::string& bad) {
-  if (!release_older(good, bad)) {
-    throw DeepSpeedReleaseError("--good " + good + " must be an older release than --bad " + bad);
+  if (good == bad) {
+    throw DeepSpeedReleaseError("--good and --bad are the same release, " + good);
   }
   const std::map<std::string, bool> published = published_releases();
   for (const std::string& end : {good, bad}) {
@@ -128,13 +114,17 @@ std::vector<std::string> deepspeed_releases_between(const std::string& good,
     }
     if (found->second) throw DeepSpeedReleaseError("deepspeed " + end + " was yanked from PyPI");
   }
+  const bool looking_for_a_fix = release_older(bad, good);
+  const std::string& oldest = looking_for_a_fix ? bad : good;
+  const std::string& newest = looking_for_a_fix ? good : bad;
   std::vector<std::string> between;
   for (const auto& [release, yanked] : published) {
-    if (!yanked && !release_older(release, good) && !release_older(bad, release)) {
+    if (!yanked && !release_older(release, oldest) && !release_older(newest, release)) {
       between.push_back(release);
     }
   }
   std::sort(between.begin(), between.end(), release_older);
+  if (looking_for_a_fix) std::reverse(between.begin(), between.end());
   return between;
 }
 

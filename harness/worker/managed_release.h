@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/scenario/deepspeed_release.h"
 #include "harness/worker/deepspeed_worker.h"
 
 namespace trainrepro {
@@ -36,14 +37,12 @@ std::string deepspeed_release_home(const std::string& release);
 // release) or DeepSpeedPythonError (no network, pip failed, it does not import).
 DeepSpeedPython managed_deepspeed_python(const std::string& release);
 
-// The releases PyPI publishes from `good` to `bad`, both included, oldest first, yanked ones left
-// out. Throws DeepSpeedReleaseError when either is not published (or yanked) or good is not older
-// than bad, DeepSpeedPythonError when PyPI cannot be reached.
+// The releases PyPI publishes from `good` to `bad`, both included, good first, yanked ones left
+// out. A good release newer than the bad one asks which release fixed the bug: the list then runs
+// newest first. Throws DeepSpeedReleaseError when either is not published (or yanked) or both
+// are the same, DeepSpeedPythonError when PyPI cannot be reached.
 std::vector<std::string> deepspeed_releases_between(const std::string& good,
                                                     const std::string& bad);
-
-// Orders releases as MAJOR.MINOR.PATCH numbers ("0.9.5" before "0.18.6").
-bool release_older(const std::string& a, const std::string& b);
 
 // The engine named on the command line, ready to train: the user's Python or the release's.
 DeepSpeedPython deepspeed_python_for(const EngineChoice& choice);

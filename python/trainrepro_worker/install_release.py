@@ -153,7 +153,11 @@ def install(version, home):
 
 def main():
     if sys.argv[1:] == ["--list"]:
-        releases = published_releases(os.environ.get("TRAINREPRO_PYPI_JSON") or DEFAULT_INDEX)
+        index = os.environ.get("TRAINREPRO_PYPI_JSON") or DEFAULT_INDEX
+        if os.environ.get("TRAINREPRO_OFFLINE") == "1" and not index.startswith("file:"):
+            fail(3, f"the release list comes from {index}, and TRAINREPRO_OFFLINE=1 forbids "
+                    "reaching it (TRAINREPRO_PYPI_JSON may name a file:// copy)")
+        releases = published_releases(index)
         print("TRAINREPRO-RELEASES " + json.dumps(releases))
         return
     if len(sys.argv) != 3:

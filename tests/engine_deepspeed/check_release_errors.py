@@ -1,5 +1,5 @@
-"""`run --engine deepspeed==VERSION` on what cannot be installed: each a clear message, the
-documented exit code, nothing written and nothing left in the cache. Hermetic: the release list
+"""`run --engine deepspeed==VERSION` and `bisect` on what cannot be installed or searched: each a
+clear message, the documented exit code, nothing written and nothing left in the cache. Hermetic: the release list
 comes from a file:// fixture (TRAINREPRO_PYPI_JSON) and the cache is a temporary folder, so it
 runs in the normal suite without network or DeepSpeed.
 
@@ -33,28 +33,50 @@ def main():
         folder = pathlib.Path(folder)
         index = folder / "deepspeed.json"
         index.write_text(json.dumps(INDEX))
-        cases = [  # (name, engine, extra environment, exit code, text expected)
-            ("missing release", "deepspeed==0.18.7", {}, 2,
+        def run(engine):
+            return ["run", SCENARIO, "--engine", engine]
+
+        def bisect(good, bad, engine="deepspeed"):
+            return ["bisect", SCENARIO, "--engine", engine, "--good", good, "--bad", bad]
+
+        cases = [  # (name, trainrepro's arguments, extra environment, exit code, text expected)
+            ("missing release", run("deepspeed==0.18.7"), {}, 2,
              "PyPI has no deepspeed 0.18.7; the nearest releases: 0.18.4, 0.18.6, 0.19.0"),
-            ("yanked release", "deepspeed==0.18.5", {}, 2,
+            ("yanked release", run("deepspeed==0.18.5"), {}, 2,
              "deepspeed 0.18.5 was yanked from PyPI; the nearest releases: 0.18.4, 0.18.6, 0.19.0"),
-            ("offline", "deepspeed==0.18.6", {"TRAINREPRO_OFFLINE": "1"}, 3,
+            ("offline", run("deepspeed==0.18.6"), {"TRAINREPRO_OFFLINE": "1"}, 3,
              "TRAINREPRO_OFFLINE=1 forbids installing it"),
-            ("no network", "deepspeed==0.18.6", {"TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
+            ("no network", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
              "cannot reach the package index http://127.0.0.1:9/"),
-            ("misspelt", "deepspeed=0.18.6", {}, 2,
+            ("misspelt", run("deepspeed=0.18.6"), {}, 2,
              "--engine: expected reference, deepspeed or deepspeed==VERSION"),
-            ("not a release", "deepspeed==0.18", {}, 2,
+            ("not a release", run("deepspeed==0.18"), {}, 2,
              "--engine: expected reference, deepspeed or deepspeed==VERSION"),
+            ("bisect missing release", bisect("0.18.4", "0.18.7"), {}, 2,
+             "bisect: PyPI has no deepspeed 0.18.7"),
+            ("bisect yanked release", bisect("0.18.5", "0.19.0"), {}, 2,
+             "bisect: deepspeed 0.18.5 was yanked from PyPI"),
+            ("bisect same release", bisect("0.18.6", "0.18.6"), {}, 2,
+             "bisect: --good and --bad are the same release, 0.18.6"),
+            ("bisect reference engine", bisect("0.18.4", "0.19.0", "reference"), {}, 2,
+             "bisect: --engine must be deepspeed"),
+            ("bisect no network", bisect("0.18.4", "0.19.0"),
+             {"TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
+             "cannot reach the package index http://127.0.0.1:9/"),
+            # The release list is read, the first probe cannot install: the search stops there.
+            ("bisect offline", bisect("0.18.4", "0.19.0"), {"TRAINREPRO_OFFLINE": "1"}, 3,
+             "bisect stopped: deepspeed 0.18.4 gave no outcome to compare"),
         ]
-        for name, engine, extra, code, text in cases:
+        for name, arguments, extra, code, text in cases:
             cache = folder / name.replace(" ", "-")
             results = folder / (name.replace(" ", "-") + "-results")
             env = {k: v for k, v in os.environ.items() if k != "TRAINREPRO_OFFLINE"}
             env.update(TRAINREPRO_CACHE=str(cache), TRAINREPRO_PYPI_JSON=index.as_uri())
             env.update(extra)
-            completed = subprocess.run([trainrepro, "run", SCENARIO, "--engine", engine,
-                                        "--results", str(results)], cwd=ROOT, env=env,
+            if arguments[0] == "run":
+                arguments = arguments + ["--results", str(results)]
+            completed = subprocess.run([trainrepro] + arguments, cwd=ROOT, env=env,
                                        capture_output=True, text=True, timeout=300)
             output = completed.stdout + completed.stderr
             if completed.returncode != code:

@@ -72,6 +72,7 @@ set(scenario_loader_sources
     ${PROJECT_SOURCE_DIR}/harness/scenario/performance_section.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/scenario_spellings.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/expectation.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/release_outcomes.cpp
     ${PROJECT_SOURCE_DIR}/models/model_zoo.cpp
     ${PROJECT_SOURCE_DIR}/models/data_zoo.cpp
     ${PROJECT_SOURCE_DIR}/models/model_data_fit.cpp

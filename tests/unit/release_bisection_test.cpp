@@ -2,6 +2,7 @@
 // DeepSpeed): which releases it probes, in what order, and what it concludes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "harness/pipeline/release_bisection.h"
@@ -75,6 +76,24 @@ TEST(ReleaseBisection, AProbeErrorStopsTheSearchAndNamesTheRelease) {
   EXPECT_FALSE(found.first_bad);
   ASSERT_TRUE(found.stopped_at);
   EXPECT_EQ(*found.stopped_at, "0.18.4");
+}
+
+// --good newer than --bad: the releases run newest first and the search finds the fix.
+TEST(ReleaseBisection, NewestFirstFindsTheReleaseThatFixedIt) {
+  for (int fixed_in = 1; fixed_in < 9; ++fixed_in) {
+    std::vector<std::string> newest_first = releases(9);
+    std::reverse(newest_first.begin(), newest_first.end());
+    auto probe = [&](const std::string& release) {
+      ScenarioResult result;
+      const int index = std::stoi(release.substr(release.rfind('.') + 1));
+      result.verdict.outcome = index >= fixed_in ? Outcome::passed : Outcome::reproduced;
+      return result;
+    };
+    const ReleaseBisection found = bisect_releases(newest_first, probe, [](const ReleaseProbe&) {});
+    ASSERT_TRUE(found.first_bad) << fixed_in;
+    EXPECT_EQ(*found.last_good, "0.18." + std::to_string(fixed_in));      // the fix
+    EXPECT_EQ(*found.first_bad, "0.18." + std::to_string(fixed_in - 1));  // the last bad
+  }
 }
 
 TEST(ReleaseBisection, NeedsTwoReleases) {

@@ -1,0 +1,20 @@
+// A scenario judged by one DeepSpeed release's rules and trained by another (`--engine
+// deepspeed==VERSION`, or the user's installed DeepSpeed): a default that differs between the two
+// is a finding, not noise, when the user's config leaves the key out. Today that is
+// gradient_clipping (0.0 up to DeepSpeed 0.19.2, 1.0 from 0.19.3); it reads plain facts, not the
+// engine that trained.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "harness/scenario/deepspeed_config.h"
+
+namespace trainrepro {
+
+// The sentence naming the default that differs between the release whose rules judged (the
+// config's) and `trained_release`, with its fix; nothing when the config sets the key or both
+// releases agree.
+std::optional<std::string> changed_default_finding(const DeepSpeedConfig& config,
+                                                   const std::string& trained_release);
+
+}  // namespace trainrepro
