@@ -466,7 +466,8 @@ void add_changed_default(const Scenario& scenario, const RunOptions& options, Ve
   const auto finding =
       changed_default_finding(scenario.deepspeed, options.deepspeed->versions.deepspeed);
   if (!finding) return;
-  verdict.diagnosis += (verdict.diagnosis.empty() ? "" : "\n") + *finding;
+  // First: a default that changed explains the rest of the diagnosis (an update that differs).
+  verdict.diagnosis = *finding + (verdict.diagnosis.empty() ? "" : " " + verdict.diagnosis);
 }
 
 }  // namespace

@@ -7,9 +7,12 @@ namespace {
 
 std::string clipping_in_words(double threshold) {
   if (threshold <= 0.0) return "does not clip by default";
-  char text[64];
-  std::snprintf(text, sizeof(text), "clips at %g by default", threshold);
-  return text;
+  char number[32];
+  std::snprintf(number, sizeof(number), "%g", threshold);
+  const std::string shown = std::string(number).find('.') == std::string::npos
+                                ? std::string(number) + ".0"
+                                : std::string(number);
+  return "clips at " + shown + " by default";
 }
 
 }  // namespace

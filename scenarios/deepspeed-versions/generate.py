@@ -21,15 +21,22 @@ BASE = {
     "golden": {"train_batch_size": 24, "steps": 3},
 }
 
+# Targets from a linear teacher: the squared error's gradient norm is several times 1 at every
+# step, so a clipping threshold of 1.0 changes each update (classification's stays below 1).
+CLIPPED_DATA = {"name": "regression", "options": {"features": 12, "outputs": 3, "noise": 0.1},
+                "seed": 33}
+
 
 def scenario(name, description, tags, expect, version=None, deepspeed=None, loop=None,
-             remove=()):
+             remove=(), data=None):
     body = {"name": name, "description": description, "tags": tags}
     if version:
         body["deepspeed_version"] = version
     for key, value in copy.deepcopy(BASE).items():
         body[key] = value
     body["deepspeed"].update(deepspeed or {})
+    if data:
+        body["data"] = data
     for key in remove:
         body["deepspeed"].pop(key)
     if loop:
@@ -77,13 +84,18 @@ SCENARIOS = [
              deepspeed={"managed_gradient_accumulation": False}),
     scenario("clipping-default-0.19",
              "No gradient_clipping in the config: DeepSpeed 0.19.8 clips at 1.0 (its default "
-             "since 0.19.3), and so does the golden.",
+             "since 0.19.3), and so does the golden. Regression targets make every step's "
+             "gradient norm larger than 1, so the clipping shows in the parameters.",
              ["regression-test", "deepspeed-version"], PASS,
-             deepspeed={"optimizer": {"type": "SGD", "params": {"lr": 0.5}}}),
+             deepspeed={"optimizer": {"type": "SGD", "params": {"lr": 0.05}}},
+             data=CLIPPED_DATA),
     scenario("clipping-default-0.16",
-             "The same config under DeepSpeed 0.16.9: no clipping (its default 0.0).",
+             "The same config under DeepSpeed 0.16.9: no clipping (its default 0.0). Trained by "
+             "DeepSpeed 0.19.3 or later (`--engine deepspeed==0.19.8`), which clips at 1.0 by "
+             "default, it fails and the diagnosis names the changed default.",
              ["regression-test", "deepspeed-version"], PASS, version="0.16.9",
-             deepspeed={"optimizer": {"type": "SGD", "params": {"lr": 0.5}}}),
+             deepspeed={"optimizer": {"type": "SGD", "params": {"lr": 0.05}}},
+             data=CLIPPED_DATA),
     scenario("optimizer-name-lowercase-sgd",
              "\"sgd\" is not one of DeepSpeed's own optimizer names (matched in any case) and "
              "torch.optim has no class \"sgd\": deepspeed.initialize refuses it.",

@@ -20,7 +20,7 @@ TEST(ChangedDefault, NamesClippingWhenTheTrainedReleaseClipsAndTheJudgedDoesNot)
   const auto finding =
       changed_default_finding(config_following("0.16.9", {{"train_batch_size", 8}}), "0.19.3");
   ASSERT_TRUE(finding);
-  EXPECT_NE(finding->find("DeepSpeed 0.19.3 clips at 1 by default"), std::string::npos) << *finding;
+  EXPECT_NE(finding->find("DeepSpeed 0.19.3 clips at 1.0 by default"), std::string::npos) << *finding;
   EXPECT_NE(finding->find("follows DeepSpeed 0.16.9, which does not clip"), std::string::npos);
 }
 
