@@ -460,11 +460,14 @@ namespace {
 
 // Trained by a DeepSpeed release other than the one whose rules judged: when the verdict is not
 // the expected one, a default that differs between the two belongs in the diagnosis.
-void add_changed_default(const Scenario& scenario, const RunOptions& options, Verdict& verdict) {
+void add_changed_default(const Scenario& scenario, const RunOptions& options,
+                         ScenarioResult& result) {
   if (!options.deepspeed || options.deepspeed->versions.deepspeed.empty()) return;
+  Verdict& verdict = result.verdict;
   if (verdict.outcome != Outcome::failed && verdict.outcome != Outcome::not_reproduced) return;
-  const auto finding =
-      changed_default_finding(scenario.deepspeed, options.deepspeed->versions.deepspeed);
+  if (!result.training) return;
+  const auto finding = changed_default_finding(
+      scenario.deepspeed, options.deepspeed->versions.deepspeed, *result.training);
   if (!finding) return;
   // First: a default that changed explains the rest of the diagnosis (an update that differs).
   verdict.diagnosis = *finding + (verdict.diagnosis.empty() ? "" : " " + verdict.diagnosis);
@@ -529,7 +532,7 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
   } else {
     run_training_stage(scenario, std::get<Plan>(resolution), options, result);
     result.verdict.expected = describe_expectation(scenario.expect);
-    add_changed_default(scenario, options, result.verdict);
+    add_changed_default(scenario, options, result);
   }
   result.seconds = seconds_since(start);
   return result;

@@ -18,8 +18,14 @@ std::string clipping_in_words(double threshold) {
 }  // namespace
 
 std::optional<std::string> changed_default_finding(const DeepSpeedConfig& config,
-                                                   const std::string& trained_release) {
+                                                   const std::string& trained_release,
+                                                   const TrainingJudgement& training) {
   if (!config.release || config.verbatim.contains("gradient_clipping")) return std::nullopt;
+  if (!training.first_parameter_mismatch) return std::nullopt;
+  if (training.first_gradient_mismatch &&
+      *training.first_gradient_mismatch <= *training.first_parameter_mismatch) {
+    return std::nullopt;
+  }
   const std::string& judged_release = config.release->version;
   const double judged = config.release->gradient_clipping_default;
   const double trained = gradient_clipping_default_of(trained_release);

@@ -8,13 +8,17 @@
 #include <string>
 
 #include "harness/scenario/deepspeed_config.h"
+#include "harness/verdict/training_judgement.h"
 
 namespace trainrepro {
 
 // The sentence naming the default that differs between the release whose rules judged (the
-// config's) and `trained_release`, with its fix; nothing when the config sets the key or both
-// releases agree.
+// config's) and `trained_release`, with its fix; nothing when the config sets the key, both
+// releases agree, or the run's first mismatch cannot come from it: clipping changes the update,
+// never the gradients it is computed from, so a run whose gradients differ before any
+// parameter did has another cause.
 std::optional<std::string> changed_default_finding(const DeepSpeedConfig& config,
-                                                   const std::string& trained_release);
+                                                   const std::string& trained_release,
+                                                   const TrainingJudgement& training);
 
 }  // namespace trainrepro
