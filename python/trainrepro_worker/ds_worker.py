@@ -170,25 +170,47 @@ def run(job, rank, world_size, record, make_memory_probe=None):
             return p.grad
         return safe_get_full_grad(p)
 
+    # With job["time_steps"] (`perf run --engine deepspeed`), each optimizer step is timed from
+    # its window's first micro-step to the end of the step that closes it, less what the worker
+    # itself records (gradient snapshots, recorded steps): RECORD["step_seconds"].
+    timing = {"on": bool(job.get("time_steps")), "start": None, "cpu_start": None,
+              "excluded": 0.0}
+    record["step_seconds"] = []
+    record["step_cpu_seconds"] = []
+
+    @contextlib.contextmanager
+    def untimed():
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            timing["excluded"] += time.perf_counter() - started
+
     def snapshot_gradients():
-        with harness_record():
+        with untimed(), harness_record():
             take_gradients()
 
     def take_gradients():
-        pending["gradients"] = [g.detach().clone().float() if g is not None else
-                                torch.zeros_like(p) for p, g in
-                                ((p, full_gradient(p)) for p in parameters)]
-        pending["micro_step"] = backwards[0]
         # What the update will use: the rate now (a scheduler steps after it), the loss scale
         # the window's gradients carry (1 without fp16), the skips so far.
         pending["lr"] = float(inner_optimizer(optimizer).param_groups[0]["lr"])
         pending["loss_scale"] = float(getattr(engine.optimizer, "cur_scale", 1.0) or 1.0)
         pending["skipped_before"] = int(getattr(engine, "skipped_steps", 0))
+        # At stage 0 p.grad holds what backward produced, and the mixed-precision wrapper divides
+        # it by cur_scale before the update: the gradient the update uses is p.grad / cur_scale,
+        # which is what trainrepro records (unscaled, as its own engine does). DeepSpeed 0.18.2
+        # scales a bf16 loss by 65536 and unscales it here; 0.18.3-0.18.5 unscale by 65536 a
+        # loss never scaled (#7837), which this shows as gradients 65536 times too small.
+        unscale = pending["loss_scale"] if zero_stage == 0 else 1.0
+        pending["gradients"] = [g.detach().clone().float() / unscale if g is not None else
+                                torch.zeros_like(p) for p, g in
+                                ((p, full_gradient(p)) for p in parameters)]
+        pending["micro_step"] = backwards[0]
 
     def record_step():
         if pending["gradients"] is None:
             raise RuntimeError("the optimizer stepped where the oracle did not expect it")
-        with harness_record():
+        with untimed(), harness_record():
             gradients = pending["gradients"]
             norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in gradients)))
             recorded = len(record["steps"]) < steps_recorded
@@ -289,6 +311,8 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if m >= micro_step_limit:
             raise RuntimeError(f"the loop took {m} micro-steps without reaching {steps_wanted} "
                                "optimizer steps")
+        if timing["on"] and timing["start"] is None:
+            timing.update(start=time.perf_counter(), cpu_start=time.process_time(), excluded=0.0)
         first = (m * world_size + rank) * micro_batch
         batch = source.samples(first, first + micro_batch)
         if m % gas == 0:
@@ -360,8 +384,13 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         # The micro-batch's tensors are gone before memory is sampled, as the reference loop's
         # are (its micro-step is a function scope): samples show what the loop keeps.
         del batch, inputs, outputs, loss_sum, loss
-        sample_memory("micro_step", m)
         steps_done = len(record["steps"])
+        if timing["on"] and steps_done > steps_before:
+            ended, cpu_ended = time.perf_counter(), time.process_time()
+            record["step_seconds"].append(ended - timing["start"] - timing["excluded"])
+            record["step_cpu_seconds"].append(cpu_ended - timing["cpu_start"] - timing["excluded"])
+            timing["start"] = None
+        sample_memory("micro_step", m)
         if steps_done > steps_before:
             sample_memory("boundary", m)
         if (steps_done > steps_before and evaluation and steps_done % evaluation.get("every", 1) == 0

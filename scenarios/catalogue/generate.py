@@ -447,20 +447,22 @@ adamw_no_clip = {"optimizer": ADAMW, "gradient_clipping": 0.0}
 # backward, which scaled it), so step() divided unscaled gradients by 65536; and
 # _take_model_step zeroed bf16 gradients only under ZeRO. Issue #7837, PR #7839 (in 0.18.6:
 # LossScaleConfig scales fp16 only; the zero_optimization() gate on zero_grad removed).
-# Measured: 0.18.3, 0.18.4 and 0.18.5 fail alike (the update is 1/65536 of SGD's); 0.18.2 trains
-# right but hands back gradients still multiplied by 65536 (bf16 is never unscaled by the judge),
-# so it is listed in neither list.
+# Measured: 0.18.3, 0.18.4 and 0.18.5 fail alike (the gradients the update uses, p.grad / 65536,
+# are 65536 times too small). 0.18.2 scales and unscales right, but its gradients are never
+# zeroed either (step 1's are its own plus step 0's, diagnosed never_zeroed to 3.9e-3): the
+# zero_grad half of the bug is older than the unscaling half, so 0.18.2 reproduces it too.
 release_scenario(
     "deepspeed-zero0-bf16-unscaled-and-never-zeroed",
     "DeepSpeed 0.18.3 to 0.18.5 at ZeRO stage 0 with bf16 and an optimizer DeepSpeed does not fuse "
     "(torch.optim.SGD here; issue #7837, PR #7839): the optimizer was wrapped in "
     "FP16_UnfusedOptimizer, which divided every gradient by a loss scale of 65536 "
     "that backward never applied, and the engine skipped zero_grad, so gradients accumulated "
-    "across optimizer steps. The setup is correct: the reference engine and DeepSpeed 0.18.6+ "
-    "train it as the golden.",
+    "across optimizer steps (that half already in 0.18.2, measured). The setup is correct: the "
+    "reference engine and DeepSpeed 0.18.6+ train it as the golden.",
     reference("https://github.com/deepspeedai/DeepSpeed/issues/7837", "deepspeed",
-              "0.18.3-0.18.5", "0.18.6 (PR #7839)"),
-    reproduces_on=["0.18.3", "0.18.4", "0.18.5"], passes_on=["0.18.6", "0.19.8"], reproduced_as=FAILED,
+              "0.18.3-0.18.5 (0.18.2: never zeroed only, measured)", "0.18.6 (PR #7839)"),
+    reproduces_on=["0.18.2", "0.18.3", "0.18.4", "0.18.5"], passes_on=["0.18.6", "0.19.8"],
+    reproduced_as=FAILED,
     tags=["precision"], model=MLP, data=MLP_DATA, dtype="float32",
     deepspeed={"train_batch_size": 16, "train_micro_batch_size_per_gpu": 4,
                "gradient_clipping": 0.0, "bf16": {"enabled": True},
@@ -503,7 +505,8 @@ release_scenario(
     "DeepSpeed 0.19.0+ train it as the golden.",
     reference("https://github.com/deepspeedai/DeepSpeed/pull/7985", "deepspeed",
               "0.18.5-0.18.9 (run; the PR says 0.18.6-0.18.10)", "0.19.0 (PR #7985)"),
-    reproduces_on=["0.18.5", "0.18.6"], passes_on=["0.18.2", "0.18.3", "0.18.4", "0.19.8"], reproduced_as=FAILED,
+    reproduces_on=["0.18.5", "0.18.6", "0.18.9"], passes_on=["0.18.2", "0.18.3", "0.18.4", "0.19.8"],
+    reproduced_as=FAILED,
     tags=["precision", "zero"], model=MLP, data=MLP_DATA, dtype="float32", world=2,
     deepspeed=dict(adamw_no_clip, train_batch_size=16, train_micro_batch_size_per_gpu=4,
                    bf16={"enabled": True}, zero_optimization={"stage": 1},
