@@ -114,6 +114,9 @@ struct PerfRunArgs {
   bool take_turns = false;        // a worker of `perf compare`'s confirmation (turn_taking.h)
   std::optional<int> pin_cpu;     // measure on this CPU only (cpu_pinning.h)
   std::string machine;            // the history's machine name (default the host name)
+  // "reference" (the default), "deepspeed" or "deepspeed==VERSION": with DeepSpeed, each
+  // benchmark it can train is measured again by it, beside trainrepro's (deepspeed_perf.h).
+  std::string engine = "reference";
   RunProvenance provenance;
 };
 int run_perf_run(const PerfRunArgs& args);

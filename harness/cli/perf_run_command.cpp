@@ -17,14 +17,21 @@
 #include "harness/files/sha256.h"
 #include "harness/perf/benchmark_json.h"
 #include "harness/perf/cpu_pinning.h"
+#include "harness/perf/engine_ratio.h"
 #include "harness/perf/figure_values.h"
 #include "harness/perf/mann_whitney.h"
 #include "harness/perf/perf_runner.h"
 #include "harness/perf/turn_taking.h"
+#include "harness/pipeline/deepspeed_perf.h"
 #include "harness/verdict/verdict.h"
+#include "harness/worker/managed_release.h"
 
 namespace trainrepro {
 namespace {
+
+// A DeepSpeed repetition (start Python, import DeepSpeed, initialize, train) that takes longer
+// is killed: a hung worker, as a multi-rank repetition's 30 minutes.
+constexpr int kDeepSpeedTimeoutSeconds = 30 * 60;
 
 PerfContext context_of(const PerfRunArgs& args) {
   PerfContext context;
@@ -73,16 +80,18 @@ void print_benchmark(const PerfBenchmark& benchmark) {
   double spread = 0.0;
   for (double time : times) spread = std::max(spread, std::abs(time - median) / median);
   char line[256];
-  std::snprintf(line, sizeof line, "%-48s %9.3f ms/step (max deviation %4.1f %%), %.3f "
-                "calibration units", benchmark.name.c_str(), median * 1e3, spread * 100.0,
-                median_of(normalised));
+  std::snprintf(line, sizeof line,
+                "%-48s %9.3f ms/step (max deviation %4.1f %%), %.3f "
+                "calibration units",
+                benchmark.name.c_str(), median * 1e3, spread * 100.0, median_of(normalised));
   std::cout << line;
   const std::vector<double> samples = figure_values(benchmark, PerfFigure::samples_per_second);
   if (!samples.empty()) std::cout << ", " << rate_text(median_of(samples)) << " samples/s";
   const std::vector<double> tokens = figure_values(benchmark, PerfFigure::tokens_per_second);
   if (!tokens.empty()) std::cout << ", " << rate_text(median_of(tokens)) << " tokens/s";
   const std::vector<double> peak = figure_values(benchmark, PerfFigure::peak_tensor_bytes);
-  if (!peak.empty()) std::cout << ", peak tensors " << static_cast<int64_t>(median_of(peak)) << " B";
+  if (!peak.empty())
+    std::cout << ", peak tensors " << static_cast<int64_t>(median_of(peak)) << " B";
   const std::vector<double> mfu = figure_values(benchmark, PerfFigure::mfu);
   if (!mfu.empty()) std::cout << ", MFU " << median_of(mfu) * 100.0 << " %";
   std::cout << "\n";
@@ -98,6 +107,13 @@ int run_perf_run(const PerfRunArgs& args) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;
   }
+  EngineChoice engine;
+  try {
+    engine = parse_engine_choice(args.engine);
+  } catch (const std::invalid_argument& error) {
+    std::cerr << error.what() << "\n";
+    return kExitBadInput;
+  }
   const DiscoveredScenarios discovered = discover_scenarios(args.paths);
   for (const std::string& note : discovered.notes) std::cerr << note << "\n";
   for (const DiscoveryError& error : discovered.errors) std::cerr << error.message << "\n";
@@ -107,6 +123,19 @@ int run_perf_run(const PerfRunArgs& args) {
     std::cerr << "perf run: started by an MPI launcher (mpirun or srun); perf run starts the "
                  "ranks of a multi-rank benchmark itself: run it as one process\n";
     return kExitBadInput;
+  }
+  // The real DeepSpeed's Python is asked once, before anything is measured (as `run` does).
+  std::optional<DeepSpeedPerfLoop> deepspeed;
+  if (engine.deepspeed) {
+    try {
+      deepspeed.emplace(deepspeed_python_for(engine), kDeepSpeedTimeoutSeconds);
+    } catch (const DeepSpeedReleaseError& error) {
+      std::cerr << error.what() << "\n";
+      return kExitBadInput;
+    } catch (const DeepSpeedPythonError& error) {
+      std::cerr << error.what() << "\n";
+      return kExitInfrastructure;
+    }
   }
   PerfPlanOptions plan_options;
   plan_options.device_override = args.device;
@@ -131,6 +160,11 @@ int run_perf_run(const PerfRunArgs& args) {
     }
     plan.benchmarks = std::move(kept);
   }
+  if (deepspeed) {
+    for (const std::string& left_out : add_deepspeed_twins(plan, deepspeed->version())) {
+      std::cout << "not measured on deepspeed: " << left_out << "\n";
+    }
+  }
   for (const std::string& skipped : plan.skipped) std::cout << skipped << "\n";
   if (plan.benchmarks.empty() && !plan.skipped.empty()) {
     std::cerr << "perf run: nothing to measure on this machine: " << plan.skipped.size()
@@ -149,9 +183,11 @@ int run_perf_run(const PerfRunArgs& args) {
   options.rank_cpus = rank_cpu_order(allowed_cpus(), args.pin_cpu);
   for (const PlannedBenchmark& benchmark : plan.benchmarks) {
     const auto ranks = benchmark.plan.batch.world_size;
+    if (!benchmark.engine.empty()) continue;  // DeepSpeed's worker starts its own ranks
     if (benchmark.runs_on_ranks() && ranks > static_cast<int64_t>(options.rank_cpus.size())) {
       std::cout << "note: " << benchmark.name << " runs " << ranks << " ranks on "
-                << options.rank_cpus.size() << " CPU(s): they are not pinned and take turns "
+                << options.rank_cpus.size()
+                << " CPU(s): they are not pinned and take turns "
                    "on the CPUs, so its times include waiting for one\n";
     }
   }
@@ -165,6 +201,11 @@ int run_perf_run(const PerfRunArgs& args) {
   }
   options.planted_slowdown = args.planted_slowdown;
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
+  if (deepspeed) {
+    options.measure_on_deepspeed = [&deepspeed](const PlannedBenchmark& twin) {
+      return deepspeed->measure(twin);
+    };
+  }
   TurnTaker turns;
   if (args.take_turns) {
     if (::fcntl(TurnTaker::kTurnInput, F_GETFD) < 0 || ::fcntl(TurnTaker::kTurnDone, F_GETFD) < 0) {
@@ -217,6 +258,13 @@ int run_perf_run(const PerfRunArgs& args) {
     }
     std::cout << "\n";
     scaling_met = scaling_met && target.met();
+  }
+  for (const EngineStepRatio& ratio : engine_step_ratios(run)) {
+    char line[320];
+    std::snprintf(line, sizeof line,
+                  "%s: reference / deepspeed step-time ratio: %.3f (%.3f in calibration units)",
+                  ratio.reference.c_str(), ratio.ratio, ratio.normalised_ratio);
+    std::cout << line << "\n";
   }
   if (!args.output.empty()) {
     try {

@@ -70,6 +70,7 @@ nlohmann::json repetition_to_json(const PerfBenchmark& benchmark, size_t index) 
     for (PerfFigure figure : benchmark.measure) measure.push_back(perf_figure_name(figure));
     entry["measure"] = measure;
   }
+  if (!benchmark.twin_of.empty()) entry["twin_of"] = benchmark.twin_of;
   if (!benchmark.sweep_of.empty()) {
     entry["sweep_of"] = benchmark.sweep_of;
     entry["sweep_pointer"] = benchmark.sweep_pointer;
@@ -140,8 +141,8 @@ class EntryReader {
   }
   [[noreturn]] void fail(const std::string& key, const std::string& expected,
                          const nlohmann::json* found) const {
-    throw PerfFormatError(where_ + "/" + escape_pointer_token(key) + ": " + expected +
-                          ", found " + (found ? describe_json_value(*found) : "nothing"));
+    throw PerfFormatError(where_ + "/" + escape_pointer_token(key) + ": " + expected + ", found " +
+                          (found ? describe_json_value(*found) : "nothing"));
   }
 
  private:
@@ -151,7 +152,8 @@ class EntryReader {
 
 PerfContext context_from_json(const nlohmann::json& document, const std::string& file) {
   if (!document.contains("context") || !document["context"].is_object()) {
-    throw PerfFormatError(file + ":/context: expected an object (Google Benchmark JSON from "
+    throw PerfFormatError(file +
+                          ":/context: expected an object (Google Benchmark JSON from "
                           "`trainrepro perf run`), found " +
                           (document.contains("context") ? describe_json_value(document["context"])
                                                         : std::string("nothing")));
@@ -282,8 +284,8 @@ PerfRun perf_run_from_json(const nlohmann::json& document, const std::string& fi
     }
     const EntryReader reader(entries[i], where);
     if (reader.optional_string("run_type") == "aggregate") continue;
-    const std::string name = reader.find("run_name") ? reader.string("run_name")
-                                                      : reader.string("name");
+    const std::string name =
+        reader.find("run_name") ? reader.string("run_name") : reader.string("name");
     if (!index_of.count(name)) {
       index_of[name] = run.benchmarks.size();
       PerfBenchmark benchmark;
@@ -298,6 +300,7 @@ PerfRun perf_run_from_json(const nlohmann::json& document, const std::string& fi
         reader.fail("world_size", "expected a positive number of ranks", &found);
       }
       benchmark.measured_steps = static_cast<int64_t>(reader.number("iterations"));
+      benchmark.twin_of = reader.optional_string("twin_of");
       benchmark.sweep_of = reader.optional_string("sweep_of");
       if (!benchmark.sweep_of.empty()) {
         benchmark.sweep_pointer = reader.string("sweep_pointer");
@@ -315,7 +318,8 @@ PerfRun perf_run_from_json(const nlohmann::json& document, const std::string& fi
     run.benchmarks[index_of[name]].repetitions.push_back(repetition_from_json(reader));
   }
   if (run.benchmarks.empty()) {
-    throw PerfFormatError(file + ":/benchmarks: expected at least one measured repetition "
+    throw PerfFormatError(file +
+                          ":/benchmarks: expected at least one measured repetition "
                           "(run_type \"iteration\"), found none");
   }
   return run;
@@ -328,7 +332,8 @@ PerfRun read_perf_run(const std::string& file) {
   text << in.rdbuf();
   const nlohmann::json document = nlohmann::json::parse(text.str(), nullptr, false);
   if (document.is_discarded()) {
-    throw PerfFormatError(file + ": not JSON (expected Google Benchmark JSON from `trainrepro "
+    throw PerfFormatError(file +
+                          ": not JSON (expected Google Benchmark JSON from `trainrepro "
                           "perf run`)");
   }
   return perf_run_from_json(document, file);

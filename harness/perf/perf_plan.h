@@ -29,6 +29,10 @@ struct PlannedBenchmark {
   double sweep_value = 0.0;
   // The scenario file's JSON with the swept value in place: what the rank processes load.
   nlohmann::json document;
+  // Empty: measured by trainrepro. "deepspeed 0.19.8": the same scenario trained by the real
+  // DeepSpeed (`perf run --engine deepspeed`), the twin of the benchmark named `twin_of`.
+  std::string engine;
+  std::string twin_of;
 
   bool runs_on_ranks() const;
 };

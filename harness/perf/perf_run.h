@@ -36,13 +36,16 @@ struct PerfRepetition {
 };
 
 struct PerfBenchmark {
-  std::string name;           // the scenario's name, or "<name>/<swept key>:<value>"
+  std::string name;  // the scenario's name, or "<name>/<swept key>:<value>"
   std::string scenario_file;
-  std::string device;         // "cpu" or "cuda"
-  int64_t world_size = 1;     // data-parallel ranks; the times are rank 0's (measure_on_ranks.h)
+  std::string device;      // "cpu" or "cuda"
+  int64_t world_size = 1;  // data-parallel ranks; the times are rank 0's (measure_on_ranks.h)
   int64_t measured_steps = 0;
   std::vector<PerfFigure> measure;  // what the scenario asked for (all by default)
-  std::string loop = "harness";     // PerfLoop's spelling: which loop was timed
+  std::string loop = "harness";     // PerfLoop's spelling, or "deepspeed": which loop was timed
+  // A benchmark trained by the real DeepSpeed (`perf run --engine deepspeed`): the name of the
+  // benchmark of the same scenario that trainrepro's engine trained in the same run.
+  std::string twin_of;
   std::vector<PerfRepetition> repetitions;
   // A point of a sweep: the scenario it belongs to, the pointer and the value here.
   std::string sweep_of;
@@ -81,10 +84,10 @@ struct TargetResult {
 
 // Where and how the run happened: enough to rerun it (`perf compare`'s confirmation does).
 struct PerfContext {
-  std::string date;         // ISO 8601, UTC
+  std::string date;  // ISO 8601, UTC
   std::string host_name;
-  std::string machine;      // a stable name for the history folder (the host name by default)
-  std::string commit;       // git commit of the source tree, "" when unknown
+  std::string machine;  // a stable name for the history folder (the host name by default)
+  std::string commit;   // git commit of the source tree, "" when unknown
   std::string trainrepro_version;
   std::string torch_version;
   std::string executable;         // absolute path of the trainrepro that measured

@@ -34,6 +34,12 @@ PerfBenchmark describe(const PlannedBenchmark& planned) {
     benchmark.measure = {PerfFigure::step_time, PerfFigure::samples_per_second,
                          PerfFigure::tokens_per_second};
   }
+  if (!planned.engine.empty()) {  // DeepSpeed's worker times steps only: no memory figures
+    benchmark.loop = "deepspeed";
+    benchmark.twin_of = planned.twin_of;
+    benchmark.measure = {PerfFigure::step_time, PerfFigure::samples_per_second,
+                         PerfFigure::tokens_per_second};
+  }
   if (!planned.sweep_pointer.empty()) {
     benchmark.sweep_of = planned.scenario.name;
     benchmark.sweep_pointer = planned.sweep_pointer;
@@ -52,6 +58,12 @@ double time_calibration_chunks(Device device) {
 
 // One repetition of the benchmark's loop.
 PerfRepetition measure_one(const PlannedBenchmark& planned, const PerfRunnerOptions& options) {
+  if (!planned.engine.empty()) {
+    if (!options.measure_on_deepspeed) {
+      throw std::logic_error(planned.name + ": a DeepSpeed twin without a way to measure it");
+    }
+    return options.measure_on_deepspeed(planned);
+  }
   switch (planned.scenario.performance->loop) {
     case PerfLoop::harness:
       if (planned.runs_on_ranks()) {
@@ -112,16 +124,17 @@ PerfRun measure_perf_plan(const PerfPlan& plan, const PerfRunnerOptions& options
       if (round >= planned.scenario.performance->repetitions) continue;
       PerfRepetition repetition;
       try {
-        // The Python loop runs in another process: its calibration is the median of chunks
-        // timed just before it, in the same units as the others', which pair a chunk with
-        // every step themselves.
-        const bool python = planned.scenario.performance->loop == PerfLoop::python_eager;
+        // The Python loops (eager PyTorch, DeepSpeed) run in another process: their
+        // calibration is the median of chunks timed just before them, in the same units as the
+        // others', which pair a chunk with every step themselves.
+        const bool python =
+            planned.scenario.performance->loop == PerfLoop::python_eager || !planned.engine.empty();
         const double calibration = python ? time_calibration_chunks(planned.plan.device) : 0.0;
         repetition = measure_one(planned, options);
         if (python) repetition.calibration_seconds = calibration;
       } catch (const c10::Error& error) {
-        throw std::runtime_error(planned.scenario.file + ": training failed: " +
-                                 error.what_without_backtrace());
+        throw std::runtime_error(planned.scenario.file +
+                                 ": training failed: " + error.what_without_backtrace());
       } catch (const std::exception& error) {
         throw std::runtime_error(planned.scenario.file + ": training failed: " + error.what());
       }

@@ -147,7 +147,8 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
                            launch.output);
   }
   try {
-    return read_worker_trace(prefix, parameter_names, initial_parameters);
+    return read_worker_trace(prefix, parameter_names, initial_parameters,
+                             /*expect_memory=*/job.value("memory", false));
   } catch (const WorkerTraceError& error) {
     throw WorkerTraceError(std::string(error.what()) + " (worker exit code " +
                            std::to_string(launch.exit_code) + "); its output:\n" + launch.output);

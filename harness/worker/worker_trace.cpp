@@ -62,7 +62,8 @@ at::Tensor step_tensor(const SafetensorsFile& file, const std::string& path,
 
 void read_trained(const nlohmann::json& json, const std::string& prefix,
                   const std::vector<std::string>& parameter_names,
-                  const std::vector<at::Tensor>& initial_parameters, Trace& trace) {
+                  const std::vector<at::Tensor>& initial_parameters, bool expect_memory,
+                  Trace& trace) {
   const std::string json_path = prefix + ".json";
   if (json.at("parameter_names").get<std::vector<std::string>>() != parameter_names) {
     throw WorkerTraceError(json_path + ":/parameter_names: not the golden's parameters");
@@ -140,6 +141,7 @@ void read_trained(const nlohmann::json& json, const std::string& prefix,
   trace.counters.global_steps = counters.at("global_steps").get<int64_t>();
   trace.counters.skipped_steps = counters.at("skipped_steps").get<int64_t>();
   if (!json.contains("memory")) {
+    if (!expect_memory) return;
     throw WorkerTraceError(json_path + ":/memory: missing: the worker measured no memory");
   }
   read_worker_memory(json.at("memory"), json_path + ":/memory",
@@ -155,7 +157,8 @@ std::string engine_description(const WorkerVersions& versions) {
 
 WorkerTrace read_worker_trace(const std::string& prefix,
                               const std::vector<std::string>& parameter_names,
-                              const std::vector<at::Tensor>& initial_parameters) {
+                              const std::vector<at::Tensor>& initial_parameters,
+                              bool expect_memory) {
   const std::string json_path = prefix + ".json";
   const nlohmann::json json = read_worker_json(json_path);
   WorkerTrace read;
@@ -170,8 +173,15 @@ WorkerTrace read_worker_trace(const std::string& prefix,
                        versions.at("python").get<std::string>()};
     }
     if (read.status == WorkerStatus::trained) {
-      read_trained(json, prefix, parameter_names, initial_parameters, read.trace);
+      read_trained(json, prefix, parameter_names, initial_parameters, expect_memory, read.trace);
       read.trace.seconds = json.value("seconds", 0.0);
+      read.step_seconds = json.value("step_seconds", std::vector<double>{});
+      read.step_cpu_seconds = json.value("step_cpu_seconds", std::vector<double>{});
+      if (read.step_cpu_seconds.size() != read.step_seconds.size()) {
+        throw WorkerTraceError(
+            json_path + ":/step_cpu_seconds: " + std::to_string(read.step_cpu_seconds.size()) +
+            " times for " + std::to_string(read.step_seconds.size()) + " timed steps");
+      }
     }
   } catch (const nlohmann::json::exception& error) {
     throw WorkerTraceError(json_path + ": " + error.what());

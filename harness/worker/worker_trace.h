@@ -38,6 +38,10 @@ struct WorkerTrace {
   std::string reason;     // skipped, refused, error: in the worker's (or DeepSpeed's) words
   std::string traceback;  // error: the tail of the Python traceback
   WorkerVersions versions;
+  // Each optimizer step's wall and CPU time as the worker timed it (job "time_steps", for `perf
+  // run --engine deepspeed`), the worker's own recording left out; empty otherwise.
+  std::vector<double> step_seconds;
+  std::vector<double> step_cpu_seconds;
   Trace trace;  // trained: steps (the recorded ones with gradients and parameters, float64
                 // CPU), micro-steps, counters, memory (worker_memory.h); initial parameters
                 // are the caller's to fill
@@ -50,9 +54,11 @@ class WorkerTraceError : public std::runtime_error {
 
 // Reads PREFIX.json and, when it says "trained", PREFIX.safetensors. Each recorded step (the
 // first ones: "recorded" true) must hold a gradient and a parameter of each of
-// `parameter_names`, shaped as `initial_parameters`; a trained trace must hold its "memory".
+// `parameter_names`, shaped as `initial_parameters`; a trained trace must hold its "memory"
+// when the job asked for it (`expect_memory`).
 WorkerTrace read_worker_trace(const std::string& prefix,
                               const std::vector<std::string>& parameter_names,
-                              const std::vector<at::Tensor>& initial_parameters);
+                              const std::vector<at::Tensor>& initial_parameters,
+                              bool expect_memory = true);
 
 }  // namespace trainrepro

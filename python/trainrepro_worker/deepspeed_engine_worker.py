@@ -13,6 +13,8 @@ Usage: deepspeed_engine_worker.py JOB.json
   The loop itself is ds_worker.run, the one the DeepSpeed oracle runs. With JOB["memory"] true,
   memory_census.py samples memory where the reference engine's probes do, into PREFIX.json's
   "memory" (samples, storages alive at the end with their birth steps, a kept tensor's cost).
+  With JOB["time_steps"] true (`perf run --engine deepspeed`), PREFIX.json's "step_seconds" and
+  "step_cpu_seconds" hold each optimizer step's wall and CPU time, the worker's recording left out.
 Exit status: 0 when PREFIX.json was written (whatever it says), 3 otherwise.
 """
 import glob
@@ -95,6 +97,9 @@ def trace_of(record, names):
     }
     if "memory" in record:
         trace["memory"] = record["memory"]
+    if record.get("step_seconds"):  # job["time_steps"]: each optimizer step's own time
+        trace["step_seconds"] = record["step_seconds"]
+        trace["step_cpu_seconds"] = record["step_cpu_seconds"]
     return trace, tensors
 
 
