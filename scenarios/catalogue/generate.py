@@ -473,7 +473,8 @@ release_scenario(
 # async_accumulate_grad_in_cpu_via_gpu copy the gradient to the CPU buffer only at micro-step 0
 # and, after it, add the buffer into the device gradient without copying the sum back, so every
 # micro-step after the first was dropped from the window's gradient. PR #7967 copies back on
-# every micro-step (first in 0.19.0).
+# every micro-step (first in 0.19.0). Measured by scripts/release-matrix (2026-12-03): the same
+# numbers on 0.18.2, 0.18.5 and 0.18.6 (norm ratio 0.11); 0.19.0 and 0.19.8 pass.
 release_scenario(
     "deepspeed-zero2-offload-drops-later-micro-steps",
     "DeepSpeed 0.15.2 to 0.18.9, ZeRO stage 2 with offload_optimizer on the CPU and 4 "
@@ -483,7 +484,8 @@ release_scenario(
     "and DeepSpeed 0.19.0+ train it as the golden.",
     reference("https://github.com/deepspeedai/DeepSpeed/pull/7967", "deepspeed",
               "0.15.2-0.18.9 (since PR #6550)", "0.19.0 (PR #7967)"),
-    reproduces_on=["0.18.2", "0.18.6"], passes_on=["0.19.8"], reproduced_as=FAILED,
+    reproduces_on=["0.18.2", "0.18.5", "0.18.6"], passes_on=["0.19.0", "0.19.8"],
+    reproduced_as=FAILED,
     tags=["zero", "offload"], model=MLP, data=MLP_DATA, dtype="float32",
     deepspeed=dict(adamw_no_clip, train_batch_size=16, train_micro_batch_size_per_gpu=4,
                    zero_optimization={"stage": 2, "offload_optimizer": {"device": "cpu"}}),
