@@ -498,16 +498,21 @@ release_scenario(
 # That ordering is in _backward_epilogue from 0.18.3, but run here 0.18.2-0.18.4 train it as the
 # golden and 0.18.5 is the first that fails (0.18.5's engine.backward reaches the epilogue
 # through queue_post_backward_callback; not confirmed as the cause).
+# Measured 2026-12-03 (trainrepro bisect --good 0.19.8 --bad 0.19.0, and scripts/release-matrix):
+# 0.19.0, 0.19.4, 0.19.6 and 0.19.7 still fail with the very numbers of 0.18.5 (RMS error 0.0274);
+# 0.19.8 is the first that passes. The 0.19.0 reading above is not what the releases do.
 release_scenario(
     "deepspeed-bf16-optimizer-zero1-boundary-not-reduced",
-    "DeepSpeed 0.18.5 to 0.18.9, bf16 at ZeRO stage 1 with fp32 gradient accumulation "
+    "DeepSpeed 0.18.5 to 0.19.7, bf16 at ZeRO stage 1 with fp32 gradient accumulation "
     "(BF16_Optimizer) on 2 ranks (PR #7985): the boundary micro-batch's gradient was added to "
     "the fp32 accumulator after the all-reduce, so each rank stepped with its own last "
     "micro-batch instead of the ranks' average. The setup is correct: the reference engine and "
-    "DeepSpeed 0.19.0+ train it as the golden.",
+    "DeepSpeed 0.19.8 train it as the golden.",
     reference("https://github.com/deepspeedai/DeepSpeed/pull/7985", "deepspeed",
-              "0.18.5-0.18.9 (run; the PR says 0.18.6-0.18.10)", "0.19.0 (PR #7985)"),
-    reproduces_on=["0.18.5", "0.18.6", "0.18.9"], passes_on=["0.18.2", "0.18.3", "0.18.4", "0.19.8"],
+              "0.18.5-0.19.7 (run: bisected both ends; the PR says 0.18.6-0.18.10)",
+              "0.19.8 (run; PR #7985)"),
+    reproduces_on=["0.18.5", "0.18.6", "0.18.9", "0.19.0", "0.19.4", "0.19.6", "0.19.7"],
+    passes_on=["0.18.2", "0.18.3", "0.18.4", "0.19.8"],
     reproduced_as=FAILED,
     tags=["precision", "zero"], model=MLP, data=MLP_DATA, dtype="float32", world=2,
     deepspeed=dict(adamw_no_clip, train_batch_size=16, train_micro_batch_size_per_gpu=4,
