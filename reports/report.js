@@ -208,7 +208,10 @@
       });
       // Many runs (one per CTest scenario test) fold away: the summary above already says them.
       var fold = h('details', {cls: 'runs-fold'}, [h('summary', {text: runs.length + ' runs: when, where and how each was started'}), t]);
-      if (runs.length <= 5) fold.open = true;
+      // A release matrix (several engines) folds it too: its table is what the page is for.
+      var engines = {};
+      state.scenarios.forEach(function (sc) { engines[engineOf(sc.s)] = true; });
+      if (runs.length <= 5 && Object.keys(engines).length < 2) fold.open = true;
       sec.appendChild(fold);
     }
     var unreadable = arr(d.unreadable).map(obj).filter(Boolean);
