@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/engine_option.h"
 #include "harness/cli/scenario_discovery.h"
 #include "harness/distributed/mpi_session.h"
 #include "harness/engine/runtime_info.h"
@@ -24,7 +25,6 @@
 #include "harness/perf/turn_taking.h"
 #include "harness/pipeline/deepspeed_perf.h"
 #include "harness/verdict/verdict.h"
-#include "harness/worker/managed_release.h"
 
 namespace trainrepro {
 namespace {
@@ -107,13 +107,6 @@ int run_perf_run(const PerfRunArgs& args) {
     std::cerr << error.what() << "\n";
     return kExitBadInput;
   }
-  EngineChoice engine;
-  try {
-    engine = parse_engine_choice(args.engine);
-  } catch (const std::invalid_argument& error) {
-    std::cerr << error.what() << "\n";
-    return kExitBadInput;
-  }
   const DiscoveredScenarios discovered = discover_scenarios(args.paths);
   for (const std::string& note : discovered.notes) std::cerr << note << "\n";
   for (const DiscoveryError& error : discovered.errors) std::cerr << error.message << "\n";
@@ -125,18 +118,10 @@ int run_perf_run(const PerfRunArgs& args) {
     return kExitBadInput;
   }
   // The real DeepSpeed's Python is asked once, before anything is measured (as `run` does).
+  EngineOption engine = read_engine_option(args.engine);
+  if (engine.exit_code != kExitOk) return engine.exit_code;
   std::optional<DeepSpeedPerfLoop> deepspeed;
-  if (engine.deepspeed) {
-    try {
-      deepspeed.emplace(deepspeed_python_for(engine), kDeepSpeedTimeoutSeconds);
-    } catch (const DeepSpeedReleaseError& error) {
-      std::cerr << error.what() << "\n";
-      return kExitBadInput;
-    } catch (const DeepSpeedPythonError& error) {
-      std::cerr << error.what() << "\n";
-      return kExitInfrastructure;
-    }
-  }
+  if (engine.deepspeed) deepspeed.emplace(std::move(*engine.deepspeed), kDeepSpeedTimeoutSeconds);
   PerfPlanOptions plan_options;
   plan_options.device_override = args.device;
   plan_options.cuda_available = cuda_is_available();

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/engine_option.h"
 #include "harness/cli/run_progress.h"
 #include "harness/cli/scenario_discovery.h"
 #include "harness/cli/thread_budget.h"
@@ -17,7 +18,6 @@
 #include "harness/report/console_reporter.h"
 #include "harness/report/junit_reporter.h"
 #include "harness/report/results_json.h"
-#include "harness/worker/managed_release.h"
 
 namespace trainrepro {
 namespace {
@@ -39,30 +39,9 @@ int run_scenarios(const RunArgs& args) {
   }
 
   // The real DeepSpeed's Python is asked once, before anything is written.
-  std::optional<DeepSpeedPython> deepspeed;
-  EngineChoice engine;
-  try {
-    engine = parse_engine_choice(args.engine);
-  } catch (const std::invalid_argument& error) {
-    std::cerr << error.what() << "\n";
-    return kExitBadInput;
-  }
-  if (engine.deepspeed) {
-    if (launched_by_mpi()) {
-      std::cerr << "--engine deepspeed starts one DeepSpeed process per rank itself; run it "
-                   "without mpirun or srun\n";
-      return kExitBadInput;
-    }
-    try {
-      deepspeed = deepspeed_python_for(engine);
-    } catch (const DeepSpeedReleaseError& error) {
-      std::cerr << error.what() << "\n";
-      return kExitBadInput;
-    } catch (const DeepSpeedPythonError& error) {
-      std::cerr << error.what() << "\n";
-      return kExitInfrastructure;
-    }
-  }
+  const EngineOption engine = read_engine_option(args.engine);
+  if (engine.exit_code != kExitOk) return engine.exit_code;
+  const std::optional<DeepSpeedPython>& deepspeed = engine.deepspeed;
 
   const DiscoveredScenarios discovered = discover_scenarios(args.paths);
   for (const std::string& note : discovered.notes) std::cerr << note << "\n";

@@ -165,8 +165,9 @@ std::vector<ValidatedSection> validated_in_0_19_8() {
 std::vector<DeepSpeedRelease> make_releases() {
   DeepSpeedRelease v0_16;
   v0_16.version = "0.16.9";
-  v0_16.gradient_clipping_default = 0.0;  // runtime/constants.py:215
-  v0_16.direct_backward_hooked = false;   // runtime/engine.py has no output hooks
+  v0_16.gradient_clipping_default =
+      gradient_clipping_default_of(v0_16.version);  // constants.py:215
+  v0_16.direct_backward_hooked = false;             // runtime/engine.py has no output hooks
   v0_16.has_managed_gradient_accumulation = false;
   v0_16.bf16_without_zero_accumulates_in_fp32 = true;  // runtime/engine.py:1040-1044, 1356-1371
   v0_16.deepspeed_optimizer_names = {                  // runtime/config.py:75-88
@@ -177,7 +178,8 @@ std::vector<DeepSpeedRelease> make_releases() {
 
   DeepSpeedRelease v0_19;
   v0_19.version = "0.19.8";
-  v0_19.gradient_clipping_default = 1.0;           // runtime/constants.py:203 (changed in 0.19.3)
+  v0_19.gradient_clipping_default =
+      gradient_clipping_default_of(v0_19.version);  // constants.py:203
   v0_19.direct_backward_hooked = true;             // runtime/engine.py:753-771, 3130, 3186 (0.18.3)
   v0_19.has_managed_gradient_accumulation = true;  // runtime/constants.py:79 (0.19.4)
   v0_19.bf16_without_zero_accumulates_in_fp32 = false;  // runtime/engine.py:1806-1810, 2313-2323
