@@ -69,11 +69,6 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
   if (std::holds_alternative<TorchScriptOptions>(scenario.model.options)) {
     return not_yet + "TorchScript user models (torch.jit.load in the worker)";
   }
-  // The worker would hand DeepSpeed the pasted config, "auto"s unfilled, and run its own loop.
-  if (scenario.trainer) {
-    return not_yet + "the Hugging Face Trainer's loop (/hf_trainer: its filled \"auto\"s, its "
-                     "loss division and set_gradient_accumulation_boundary)";
-  }
   if (!scenario.model.frozen.empty()) {
     return not_yet + "frozen parameters (model.frozen)";
   }
@@ -98,7 +93,7 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
 
 nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
   const nlohmann::json written = read_json_file(scenario.file);
-  nlohmann::json job = {{"deepspeed", scenario.deepspeed.verbatim},
+  nlohmann::json job = {{"deepspeed", scenario.deepspeed.received},
                         {"loop", written.value("loop", nlohmann::json::object())},
                         {"steps", scenario.golden.steps},
                         {"loop_steps", scenario.loop.steps},
@@ -111,6 +106,23 @@ nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
                         {"golden",
                          {{"file", std::filesystem::absolute(golden.file).string()},
                           {"parameters", golden.parameter_names}}}};
+  if (scenario.trainer) {
+    // The Trainer's loop (ds_worker.py train_as_the_trainer_does): its window, whether
+    // accelerate hands DeepSpeed the boundary, and the torch AdamW it builds when the config has
+    // no optimizer (two groups: no decay for biases and LayerNorm parameters).
+    nlohmann::json trainer = {
+        {"gradient_accumulation_steps", scenario.trainer->gradient_accumulation_steps},
+        {"explicit_boundary", scenario.trainer->explicit_boundary},
+        {"accelerate_version", scenario.trainer->accelerate_version}};
+    const std::optional<OptimizerConfig>& optimizer = scenario.deepspeed.optimizer;
+    if (optimizer && optimizer->decay_skips_bias_and_norm) {
+      trainer["optimizer"] = {{"lr", optimizer->lr},
+                              {"betas", {optimizer->beta1, optimizer->beta2}},
+                              {"eps", optimizer->eps},
+                              {"weight_decay", optimizer->weight_decay}};
+    }
+    job["trainer"] = trainer;
+  }
   return job;
 }
 

@@ -17,6 +17,7 @@ const EnumSpellings<ConfigErrorKind>& config_error_spellings() {
       {ConfigErrorKind::optimizer_not_supported, "optimizer_not_supported"},
       {ConfigErrorKind::optimizer_invalid, "optimizer_invalid"},
       {ConfigErrorKind::untested_zero_optimizer, "untested_zero_optimizer"},
+      {ConfigErrorKind::client_optimizer_with_offload, "client_optimizer_with_offload"},
       {ConfigErrorKind::direct_backward_unsupported, "direct_backward_unsupported"},
       {ConfigErrorKind::boundary_with_unmanaged_accumulation,
        "boundary_with_unmanaged_accumulation"},

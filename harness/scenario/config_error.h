@@ -22,6 +22,9 @@ enum class ConfigErrorKind {
   optimizer_invalid,            // deepspeed.initialize cannot build the config's optimizer with
                                 // its params (max_grad_norm, a keyword the class refuses)
   untested_zero_optimizer,      // ZeRO stage >= 1 with an optimizer DeepSpeed has not tested
+  // The script's own torch optimizer with offload_optimizer on the CPU or NVMe, without
+  // "zero_force_ds_cpu_optimizer": false (engine.py _configure_optimizer)
+  client_optimizer_with_offload,
   direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)
   // The Hugging Face Trainer under accelerate 1.8.0+ sets the boundary before every backward,
   // which DeepSpeed 0.19.4+ asserts against "managed_gradient_accumulation": false

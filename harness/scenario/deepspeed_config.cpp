@@ -652,6 +652,10 @@ void read_zero_optimization(ObjectReader& section, const DeepSpeedRelease& relea
   for (const std::string offload : {"offload_optimizer", "offload_param"}) {
     if (!zero.has(offload) || !zero.required_value(offload).is_object()) continue;
     zero.note_known(offload);
+    const nlohmann::json& device = zero.required_value(offload).value("device", nlohmann::json());
+    if (offload == "offload_optimizer" && device.is_string()) {
+      result.offload_optimizer_device = device.get<std::string>();
+    }
     result.warnings.push_back(
         zero.file() + ":" + zero.pointer_to(offload) +
         ": placement only: the reference engine keeps these tensors where they are, which "
@@ -927,6 +931,7 @@ void read_deepspeed_settings(ObjectReader& section, const DeepSpeedRelease& rele
       section.optional_number("gradient_clipping", release.gradient_clipping_default, 0.0);
   result.zero_allow_untested_optimizer =
       section.optional_bool("zero_allow_untested_optimizer", false);
+  result.zero_force_ds_cpu_optimizer = section.optional_bool("zero_force_ds_cpu_optimizer", true);
   if (release.has_managed_gradient_accumulation) {
     result.managed_gradient_accumulation =
         section.optional_bool("managed_gradient_accumulation", true);
@@ -955,6 +960,7 @@ DeepSpeedConfig read_deepspeed_config(const nlohmann::json& config, const std::s
   ObjectReader section(config, file, pointer, key_order);
   DeepSpeedConfig result;
   result.verbatim = config;
+  result.received = config;
   result.release = &release;
   result.refused_while_reading = find_removed_key(config, release);
   for (const RemovedKey& removed : release.removed_keys) {

@@ -67,6 +67,9 @@ struct OptimizerConfig {
 
 struct DeepSpeedConfig {
   nlohmann::json verbatim;                    // exactly as the user wrote it, for the results file
+  // What deepspeed.initialize receives: the verbatim config, or with "hf_trainer" the config as
+  // the Trainer and accelerate filled it (the real engine's worker hands DeepSpeed this one).
+  nlohmann::json received;
   const DeepSpeedRelease* release = nullptr;  // whose semantics every default below follows
   BatchInputs batch;
   // What DeepSpeedConfig's constructor refuses before any batch arithmetic (a removed key, a
@@ -86,6 +89,11 @@ struct DeepSpeedConfig {
   double gradient_clipping = 0.0;                // the release's default when not given; 0 = off
   int64_t zero_stage = 0;
   bool zero_allow_untested_optimizer = false;
+  // Where "zero_optimization.offload_optimizer" puts the optimizer ("none", "cpu", "nvme"), and
+  // "zero_force_ds_cpu_optimizer": with the optimizer offloaded, DeepSpeed takes no client
+  // optimizer but its own CPU Adam unless that key is false.
+  std::string offload_optimizer_device = "none";
+  bool zero_force_ds_cpu_optimizer = true;
   bool managed_gradient_accumulation = true;  // false: every step() is a boundary (0.19.4+)
   bool fp16_enabled = false;
   bool bf16_enabled = false;

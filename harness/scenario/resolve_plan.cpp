@@ -12,6 +12,23 @@ std::optional<ConfigError> check_initialize(const Scenario& scenario) {
   const DeepSpeedConfig& config = scenario.deepspeed;
   if (config.optimizer_refused) return config.optimizer_refused;
   const OptimizerKind optimizer = config.optimizer->kind;
+  // engine.py _configure_optimizer: with the optimizer offloaded, a client optimizer must be
+  // DeepSpeed's CPU Adam (or CPU Lion) unless the config sets zero_force_ds_cpu_optimizer false.
+  // Under the Trainer, accelerate (Accelerator._prepare_deepspeed) swaps torch's AdamW for
+  // DeepSpeedCPUAdam first, so only a script's own optimizer meets this.
+  const bool client = config.optimizer_type.rfind("client ", 0) == 0;
+  if (client && !scenario.trainer && config.offload_optimizer_device != "none" &&
+      config.zero_force_ds_cpu_optimizer) {
+    return ConfigError{
+        ConfigErrorKind::client_optimizer_with_offload,
+        "ZeRORuntimeException: You are using ZeRO-Offload with a client provided optimizer (" +
+            config.optimizer_type.substr(7) +
+            ") … (raised by deepspeed.initialize: with offload_optimizer on \"" +
+            config.offload_optimizer_device +
+            "\" DeepSpeed takes only its own DeepSpeedCPUAdam from the script; remove "
+            "client_optimizer and put the optimizer in the config, or set "
+            "\"zero_force_ds_cpu_optimizer\": false)"};
+  }
   // _do_sanity_check reads the "fp16" block's loss_scale whether fp16 is enabled or not.
   if (optimizer == OptimizerKind::lamb && config.fp16.loss_scale > 0.0) {
     return ConfigError{ConfigErrorKind::optimizer_invalid,

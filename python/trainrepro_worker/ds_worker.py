@@ -61,6 +61,24 @@ def optimizer_description(optimizer):
     return description
 
 
+def offloads_optimizer(config):
+    """Whether accelerate swaps the Trainer's optimizer for DeepSpeed's CPU one: the optimizer
+    offloaded and "zero_force_ds_cpu_optimizer" not false (accelerate 1.15.0
+    Accelerator._prepare_deepspeed)."""
+    zero = config.get("zero_optimization")
+    device = zero.get("offload_optimizer", {}).get("device", "none") if isinstance(zero, dict) \
+        else "none"
+    return device not in (None, "none") and config.get("zero_force_ds_cpu_optimizer", True)
+
+
+def as_accelerate_offloads(optimizer):
+    """accelerate's map_pytorch_optim_to_deepspeed for torch AdamW: DeepSpeedCPUAdam over the same
+    param groups (their betas, eps and weight decay), decoupled weight decay."""
+    from deepspeed.ops.adam import DeepSpeedCPUAdam
+    defaults = {k: v for k, v in optimizer.defaults.items() if k in ("lr", "weight_decay")}
+    return DeepSpeedCPUAdam(optimizer.param_groups, adamw_mode=True, **defaults)
+
+
 def run(job, rank, world_size, record, make_memory_probe=None):
     """Trains JOB on this rank, filling RECORD. With make_memory_probe (memory_census.MemoryCensus,
     called with a function that lists the worker's own tensors), memory is sampled where the
@@ -101,6 +119,13 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     # deepspeed.initialize(optimizer=...): DeepSpeed uses it instead of the config's.
     client = zoo.client_optimizer(job["client_optimizer"], model_parameters) \
         if job.get("client_optimizer") else None
+    # The Hugging Face Trainer's loop (job["trainer"]): with no optimizer in the config it builds
+    # torch AdamW over two groups itself and passes it to deepspeed.initialize.
+    trainer = job.get("trainer")
+    if trainer and trainer.get("optimizer"):
+        client = zoo.trainer_adamw(module, trainer["optimizer"])
+        if offloads_optimizer(job["deepspeed"]):
+            client = as_accelerate_offloads(client)
     started = time.time()
     try:
         engine, optimizer, _, lr_scheduler = deepspeed.initialize(model=module,
@@ -298,13 +323,39 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if probe:
             probe.sample(point, m, len(record["steps"]))
 
+    def backward_as_the_trainer_does(loss, window_ends):
+        # accelerate 1.8.0+ (DeepSpeedEngineWrapper.backward) hands DeepSpeed the Trainer's
+        # sync_gradients as the boundary before every backward.
+        if trainer["explicit_boundary"]:
+            engine.set_gradient_accumulation_boundary(window_ends)
+        if loss_scaling == "none":
+            # A Trainer release whose loss reached backward undivided (4.46.0-4.46.1).
+            loss.backward()
+        else:
+            # Trainer.training_step divides by its window (the token loss over the window's
+            # items is already so), and accelerate passes scale_wrt_gas=False: DeepSpeed does not
+            # divide again.
+            engine.backward(loss / window, scale_wrt_gas=False)
+
+    def step_as_the_trainer_does(window_ends):
+        # engine.step() only at the window's end with 1.8.0+; after every backward before, where
+        # DeepSpeed's own micro-step counter decides whether the optimizer steps.
+        if window_ends or not trainer["explicit_boundary"]:
+            if engine.is_gradient_accumulation_boundary():
+                snapshot_gradients()
+                pending["through_engine"] = True
+            engine.step()
+
     zero_grad = loop.get("zero_grad", "boundary")
     loss_scaling = loop.get("loss_scaling", "engine")
     stepping = loop.get("stepping", "every_micro_step")
     normalisation = loop.get("token_normalisation", "whole_batch")
     forward = loop.get("forward", "engine")
     managed = job["deepspeed"].get("managed_gradient_accumulation", True)
-    micro_step_limit = steps_wanted * gas * gas + gas
+    # Under the Trainer its window decides, whatever gradient_accumulation_steps DeepSpeed
+    # resolved (accelerate inserts 1 when the config has none).
+    window = trainer["gradient_accumulation_steps"] if trainer else gas
+    micro_step_limit = steps_wanted * window * max(gas, window) + window
     window_items = None
     m = 0
     while len(record["steps"]) < steps_wanted:
@@ -315,14 +366,15 @@ def run(job, rank, world_size, record, make_memory_probe=None):
             timing.update(start=time.perf_counter(), cpu_start=time.process_time(), excluded=0.0)
         first = (m * world_size + rank) * micro_batch
         batch = source.samples(first, first + micro_batch)
-        if m % gas == 0:
+        if m % window == 0:
             # The whole window's items across every rank (Hugging Face's num_items_in_batch),
             # divided by the ranks because DeepSpeed averages the ranks' gradients.
             window_first = m * world_size * micro_batch
-            window = source.samples(window_first, window_first + gas * world_size * micro_batch)
-            window_items = window.items / world_size
-            del window
+            samples = source.samples(window_first, window_first + window * world_size * micro_batch)
+            window_items = samples.items / world_size
+            del samples
         steps_before = len(record["steps"])
+        window_ends = (m + 1) % window == 0
 
         if zero_grad == "every_micro_step":
             engine.zero_grad()
@@ -331,12 +383,14 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         outputs = engine.module(inputs) if forward == "module" else engine(inputs)
         loss_sum = module.loss_sum(outputs.float(), batch)
         if normalisation == "whole_batch":
-            loss = loss_sum * (gas / window_items)
+            loss = loss_sum * (window / window_items)
         else:
             loss = loss_sum / batch.items
         if loss_scaling == "twice":
-            loss = loss / gas
-        if loss_scaling == "none":
+            loss = loss / window
+        if trainer:
+            backward_as_the_trainer_does(loss, window_ends)
+        elif loss_scaling == "none":
             loss.backward()
         else:
             engine.backward(loss)
@@ -347,8 +401,9 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if keeper:
             kept.append(keeper(loss, outputs))
 
-        window_ends = (m + 1) % gas == 0
-        if stepping == "every_micro_step":
+        if trainer:
+            step_as_the_trainer_does(window_ends)
+        elif stepping == "every_micro_step":
             if zero_grad == "never":  # steps the optimizer itself at the end of each window
                 if window_ends:
                     snapshot_gradients()

@@ -227,6 +227,23 @@ def client_optimizer(spec, parameters):
     return classes[spec["type"]](parameters, **params)
 
 
+def trainer_adamw(module, spec):
+    """The torch AdamW the Hugging Face Trainer builds when the DeepSpeed config has no
+    optimizer (transformers 5.24.0 Trainer.create_optimizer): biases and LayerNorm parameters in
+    a group without weight decay, every other trainable parameter in one with it."""
+    no_decay = set()
+    for module_name, sub in module.named_modules():
+        for name, _ in sub.named_parameters(recurse=False):
+            full = f"{module_name}.{name}" if module_name else name
+            if isinstance(sub, nn.LayerNorm) or "bias" in name:
+                no_decay.add(full)
+    named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+    groups = [{"params": [p for n, p in named if n not in no_decay],
+               "weight_decay": spec["weight_decay"]},
+              {"params": [p for n, p in named if n in no_decay], "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=spec["lr"], betas=tuple(spec["betas"]), eps=spec["eps"])
+
+
 def initialise_as_trainrepro(module, seed):
     """models/build_model.cpp's initialisation: float64, modules in pre-order, one CPU generator
     seeded with the model seed (ATen's and torch's CPU generators are the same)."""

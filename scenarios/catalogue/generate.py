@@ -527,18 +527,23 @@ release_scenario(
 # does for the Trainer when the config's GAS is 1): copy_grads_in_partition accumulated on the CPU
 # only when gradient_accumulation_steps > 1 (every sdist from 0.15.1 to 0.18.9), so only the last
 # backward reached the fp32 gradient. PR #7981 gates on the micro-step and the boundary (0.19.0).
+# The worker runs the Trainer's loop (set_gradient_accumulation_boundary before every backward,
+# engine.backward(loss / 4, scale_wrt_gas=False), engine.step() at the window's end) with the
+# DeepSpeedCPUAdam accelerate swaps in for the Trainer's AdamW under offload. Measured
+# 2026-12-03: 0.18.2, 0.18.6 and 0.18.9 keep only the last micro-batch (norm ratio 0.185,
+# zeroed_inside_window); 0.19.0, 0.19.4 and 0.19.8 pass.
 release_scenario(
     "deepspeed-zero2-offload-several-backwards-keeps-last",
     "DeepSpeed up to 0.18.9, ZeRO stage 2 with offload_optimizer on the CPU, a config whose "
     "gradient_accumulation_steps is 1 and 4 backward() per optimizer step with "
     "set_gradient_accumulation_boundary (the Hugging Face Trainer under accelerate 1.8.0+, "
     "PR #7981): every backward but the last was dropped from the step's gradient. The setup is "
-    "correct: the reference engine and DeepSpeed 0.19.0+ train it as the golden. --engine "
-    "deepspeed skips it until the worker runs the Trainer's loop (measured with DeepSpeed "
-    "directly: 0.18.6 keeps 0.38 of the gradient's norm, 0.19.8 all of it).",
+    "correct: the reference engine and DeepSpeed 0.19.0+ train it as the golden.",
     reference("https://github.com/deepspeedai/DeepSpeed/pull/7981", "deepspeed",
-              "<= 0.18.9 (checked from 0.15.1)", "0.19.0 (PR #7981)"),
-    reproduces_on=["0.18.6"], passes_on=["0.19.8"], reproduced_as=FAILED,
+              "<= 0.18.9 (read from the sdists from 0.15.1; run: 0.18.2, 0.18.6, 0.18.9)",
+              "0.19.0 (PR #7981; run: 0.19.0, 0.19.4, 0.19.8)"),
+    reproduces_on=["0.18.2", "0.18.6", "0.18.9"], passes_on=["0.19.0", "0.19.4", "0.19.8"],
+    reproduced_as={"outcome": "diagnosis", "diagnosis": "zeroed_inside_window"},
     tags=["zero", "offload", "hf-trainer"], dtype="float32",
     model={"name": "mlp", "options": {"dims": [12, 24, 3], "activation": "tanh"}, "seed": 61},
     data={"name": "classification", "options": {"features": 12, "classes": 3}, "seed": 62},

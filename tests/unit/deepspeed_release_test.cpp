@@ -229,6 +229,31 @@ TEST_F(InitializeChecks, SgdUnderZeroNeedsZeroAllowUntestedOptimizer) {
   EXPECT_EQ(refused(plan_of(scenario)), std::nullopt);  // no ZeRO, no gate
 }
 
+// engine.py _configure_optimizer: with the optimizer offloaded (cpu or nvme) a script's own torch
+// optimizer is refused unless zero_force_ds_cpu_optimizer is false; the config's own optimizer,
+// no offload, or offload "none" is not.
+TEST_F(InitializeChecks, ClientOptimizerWithOffloadNeedsForceDsCpuOptimizerOff) {
+  nlohmann::json scenario = valid_scenario();
+  scenario["deepspeed"].erase("optimizer");
+  scenario["client_optimizer"] = {{"type", "AdamW"}, {"params", {{"lr", 0.001}}}};
+  scenario["deepspeed"]["zero_optimization"] = {{"stage", 2},
+                                                {"offload_optimizer", {{"device", "cpu"}}}};
+  const PlanResolution resolution = plan_of(scenario);
+  EXPECT_EQ(refused(resolution), ConfigErrorKind::client_optimizer_with_offload);
+  EXPECT_NE(std::get<ConfigError>(resolution).message.find("torch.optim.AdamW"), std::string::npos);
+  scenario["deepspeed"]["zero_optimization"]["offload_optimizer"]["device"] = "nvme";
+  EXPECT_EQ(refused(plan_of(scenario)), ConfigErrorKind::client_optimizer_with_offload);
+  scenario["deepspeed"]["zero_force_ds_cpu_optimizer"] = false;
+  EXPECT_EQ(refused(plan_of(scenario)), std::nullopt);
+  scenario["deepspeed"].erase("zero_force_ds_cpu_optimizer");
+  scenario["deepspeed"]["zero_optimization"]["offload_optimizer"]["device"] = "none";
+  EXPECT_EQ(refused(plan_of(scenario)), std::nullopt);
+  scenario["deepspeed"]["zero_optimization"]["offload_optimizer"]["device"] = "cpu";
+  scenario.erase("client_optimizer");
+  scenario["deepspeed"]["optimizer"] = {{"type", "AdamW"}, {"params", {{"lr", 0.001}}}};
+  EXPECT_EQ(refused(plan_of(scenario)), std::nullopt);  // DeepSpeed builds its CPU Adam itself
+}
+
 TEST_F(InitializeChecks, DirectBackwardAfterAnEngineForwardFollowsTheRelease) {
   nlohmann::json scenario = valid_scenario();
   scenario["loop"] = {{"loss_scaling", "none"}};

@@ -76,13 +76,24 @@ TEST_F(DeepSpeedTraining, ModelStateFiguresAndPeakBudgetsAreSkippedWithTheReason
   EXPECT_NE(reason->find("/memory/budget_peak_bytes"), std::string::npos) << *reason;
 }
 
-TEST_F(DeepSpeedTraining, HuggingFaceTrainerLoopIsSkippedNotRunAsThePlainLoop) {
+// The worker runs the Trainer's loop: DeepSpeed gets the config as the Trainer filled it (no
+// "auto" left), and the job carries the Trainer's window, boundary and its own AdamW.
+TEST_F(DeepSpeedTraining, HuggingFaceTrainerJobCarriesTheFilledConfigAndTheTrainersLoop) {
   const Scenario scenario = load(nlohmann::json::parse(
-      R"({"model": {"name": "mlp", "options": {"dims": [12, 24, 3], "activation": "tanh"}, "seed": 61}, "data": {"name": "classification", "options": {"features": 12, "classes": 3}, "seed": 62}, "deepspeed": {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}}, "hf_trainer": {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4, "learning_rate": 0.001, "accelerate_version": "1.8.0"}, "golden": {"train_batch_size": 8, "steps": 3}, "expect": {"outcome": "pass"}, "name": "trainer", "description": "A Trainer run."})"));
-  const auto reason = unsupported_by_deepspeed_worker(scenario, plan_of(scenario));
-  ASSERT_TRUE(reason);
-  EXPECT_NE(reason->find("the Hugging Face Trainer's loop (/hf_trainer"), std::string::npos)
-      << *reason;
+      R"({"model": {"name": "mlp", "options": {"dims": [12, 24, 3], "activation": "tanh"}, "seed": 61}, "data": {"name": "classification", "options": {"features": 12, "classes": 3}, "seed": 62}, "deepspeed": {"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}}, "hf_trainer": {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4, "learning_rate": 0.001, "weight_decay": 0.1, "accelerate_version": "1.8.0"}, "golden": {"train_batch_size": 8, "steps": 3}, "expect": {"outcome": "pass"}, "name": "trainer", "description": "A Trainer run."})"));
+  EXPECT_FALSE(unsupported_by_deepspeed_worker(scenario, plan_of(scenario)));
+  Golden golden;
+  golden.file = "golden/some.safetensors";
+  golden.key = {{"model", {{"name", "mlp"}}}, {"data", {{"name", "classification"}}}};
+  const nlohmann::json job = deepspeed_job(scenario, golden);
+  EXPECT_EQ(job.at("deepspeed").at("train_micro_batch_size_per_gpu"), 2);
+  EXPECT_EQ(job.at("deepspeed").at("gradient_accumulation_steps"), 1);  // accelerate inserts it
+  EXPECT_EQ(job.at("deepspeed").at("zero_allow_untested_optimizer"), true);
+  const nlohmann::json& trainer = job.at("trainer");
+  EXPECT_EQ(trainer.at("gradient_accumulation_steps"), 4);
+  EXPECT_EQ(trainer.at("explicit_boundary"), true);
+  EXPECT_DOUBLE_EQ(trainer.at("optimizer").at("lr").get<double>(), 0.001);
+  EXPECT_DOUBLE_EQ(trainer.at("optimizer").at("weight_decay").get<double>(), 0.1);
 }
 
 TEST_F(DeepSpeedTraining, JobCarriesTheScenarioAsWrittenAndTheGoldensFiles) {
