@@ -172,17 +172,19 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     # the loop) around engine.step() instead of hooking the wrapped optimizer.
     zero_stage = engine.zero_optimization_stage()
     from deepspeed.utils import safe_get_full_fp32_param, safe_get_full_grad
-    # bf16: the module's weights are bfloat16 and the inputs arrive so; the loss is computed in
-    # float32 from the bf16 outputs (as trainrepro's engine does). The parameters compared are
-    # the model's bf16 weights after the step (what trainrepro records), read after
-    # engine.step() has copied the float32 masters back.
-    bf16 = engine.bfloat16_enabled()
+    # bf16 or fp16 (where DeepSpeed runs it on this device): the module's weights are in that
+    # dtype and the inputs arrive so; the loss is computed in float32 from the low-precision
+    # outputs (as trainrepro's engine does). The parameters compared are the model's
+    # low-precision weights after the step (what trainrepro records), read after engine.step()
+    # has copied the float32 masters back.
+    low_dtype = torch.bfloat16 if engine.bfloat16_enabled() else \
+        torch.float16 if engine.fp16_enabled() else None
 
     def low_precision(inputs):
-        return inputs.to(torch.bfloat16) if bf16 and inputs.is_floating_point() else inputs
+        return inputs.to(low_dtype) if low_dtype and inputs.is_floating_point() else inputs
 
     def model_weights():
-        if not bf16:
+        if not low_dtype:
             return [(p if zero_stage == 0 else safe_get_full_fp32_param(p)).detach().clone()
                     for p in parameters]
         if zero_stage == 3:
@@ -254,8 +256,8 @@ def run(job, rank, world_size, record, make_memory_probe=None):
             del gradients
 
     # The wrapped optimizer's step hook fires before a mixed-precision wrapper copies its masters
-    # back: bf16 runs record after engine.step(), as ZeRO runs do.
-    after_engine_step = zero_stage >= 1 or bf16
+    # back: bf16 and fp16 runs record after engine.step(), as ZeRO runs do.
+    after_engine_step = zero_stage >= 1 or low_dtype is not None
     if not after_engine_step:
         inner_optimizer(optimizer).register_step_post_hook(lambda *_: record_step())
 
