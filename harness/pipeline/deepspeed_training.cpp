@@ -88,21 +88,6 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
            "an evaluation that calls loss.backward() (/loop/evaluation/backward): DeepSpeed "
            "raises on a direct tensor.backward() outside engine.backward";
   }
-  // Measured with 0.19.8 (scenarios/hf-trainer/llama-factory-z2-trainer-adamw-weight-decay-
-  // groups-2ranks.json): with round_robin_gradients at ZeRO 1-2 on several ranks DeepSpeed's own
-  // safe_get_full_grad raises (a size mismatch in get_full_hp_grad), while the training equals
-  // the run without it (parameters identical after 3 steps). The worker has no other faithful
-  // way to read the full gradients.
-  const nlohmann::json& zero = scenario.deepspeed.received.value("zero_optimization",
-                                                                  nlohmann::json::object());
-  if (plan.zero_stage >= 1 && plan.zero_stage <= 2 && scenario.world_size > 1 &&
-      zero.is_object() && zero.contains("round_robin_gradients") &&
-      zero.at("round_robin_gradients") == true) {
-    return not_yet + "round_robin_gradients on " + std::to_string(scenario.world_size) +
-           " ranks (/deepspeed/zero_optimization/round_robin_gradients): DeepSpeed's "
-           "safe_get_full_grad, which the worker reads gradients with, raises a size mismatch "
-           "there (0.19.8; the training itself equals the run without it)";
-  }
   const std::string memory = memory_not_judged_on_deepspeed(scenario);
   if (!memory.empty()) return not_yet + memory;
   if (scenario.loop.clip_grad_norm > 0.0) {

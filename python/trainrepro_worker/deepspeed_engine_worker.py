@@ -186,8 +186,11 @@ def main():
                 save_file(tensors, prefix + ".safetensors")
             out.update(status="trained", **trace)
     except Exception as exception:  # noqa: BLE001 - every failure is reported, with its trace
-        out.update(status="error", reason=f"{type(exception).__name__}: {exception}",
-                   traceback=traceback.format_exc()[-4000:])
+        if type(exception).__name__ == "GradientsUnreadable":  # ds_worker's: skipped, with why
+            out.update(status="skipped", reason=f"--engine deepspeed: {exception}")
+        else:
+            out.update(status="error", reason=f"{type(exception).__name__}: {exception}",
+                       traceback=traceback.format_exc()[-4000:])
     out["seconds"] = time.time() - started
     write_json_atomically(prefix + ".json", out)
     try:

@@ -1,6 +1,7 @@
 """`trainrepro run --engine deepspeed` gives the reference engine's verdicts (issue 34, first slice).
 
-Usage: compare_engines.py [--no-skips] TRAINREPRO [--engine deepspeed==VERSION] SCENARIO_OR_FOLDER...
+Usage: compare_engines.py [--no-skips] [--exceptions FILE] TRAINREPRO [--engine deepspeed==VERSION]
+                          SCENARIO_OR_FOLDER...
 Runs the scenarios on both engines (`--results` into a temporary folder) and compares each
 scenario's outcome and diagnosis kinds. A scenario the DeepSpeed engine skips (with its reason)
 is listed, not compared; every other must have the reference engine's outcome and diagnoses.
@@ -9,7 +10,10 @@ disagreement, 3 a run failed to produce results, 77 no Python with torch and dee
 SKIP): TRAINREPRO_DEEPSPEED_PYTHON, else tests/deepspeed_oracle/deepspeed_python when the oracle's
 DeepSpeed is installed, else python3. With --engine deepspeed==VERSION trainrepro itself installs
 that release into its cache when missing (the first run pays for it), and nothing is skipped.
-With --no-skips a scenario the DeepSpeed engine skips is a disagreement.
+With --no-skips a scenario the DeepSpeed engine skips is a disagreement. With --exceptions FILE (a
+JSON object: scenario name -> why its verdicts differ), a listed scenario that disagrees is printed
+as an EXCEPTION with its why and does not fail the run; a listed one that agrees fails it (the
+list must say what is true today).
 """
 import json
 import os
@@ -58,6 +62,10 @@ def main():
     arguments = sys.argv[1:]
     no_skips = "--no-skips" in arguments
     arguments = [a for a in arguments if a != "--no-skips"]
+    exceptions = {}
+    if arguments[:1] == ["--exceptions"]:
+        exceptions = json.loads(pathlib.Path(arguments[1]).read_text())
+        arguments = arguments[2:]
     trainrepro, paths = arguments[0], arguments[1:]
     engine = "deepspeed"
     if paths[:1] == ["--engine"]:
@@ -81,7 +89,7 @@ def main():
         print(f"no results: reference exit {reference_run.returncode}, deepspeed exit "
               f"{deepspeed_run.returncode}\n{deepspeed_run.stdout[-3000:]}{deepspeed_run.stderr[-3000:]}")
         return 3
-    agree, disagree, skipped = [], [], []
+    agree, disagree, skipped, excepted = [], [], [], []
     for name, ours in sorted(reference.items()):
         theirs = deepspeed.get(name)
         if theirs is None:
@@ -98,6 +106,11 @@ def main():
                             f"deepspeed {diagnoses(theirs)}: {theirs.get('found', '')[:600]}")
         elif theirs["outcome"] == ours["outcome"]:
             agree.append(line + (f" ({', '.join(diagnoses(ours))})" if diagnoses(ours) else ""))
+            if name in exceptions:
+                disagree.append(f"{name}: listed in the exceptions ({exceptions[name]}) but the "
+                                f"engines agree now: remove it from the list")
+        elif name in exceptions:
+            excepted.append(f"{line}: {exceptions[name]}")
         else:
             disagree.append(f"{line}: {theirs.get('found', '')[:600]}")
     engines = {result.get("engine") for result in deepspeed.values()}
@@ -106,9 +119,12 @@ def main():
         print("AGREE     " + line)
     for line in skipped:
         print("SKIPPED   " + line)
+    for line in excepted:
+        print("EXCEPTION " + line)
     for line in disagree:
         print("DISAGREE  " + line)
-    print(f"{len(agree)} agree, {len(disagree)} disagree, {len(skipped)} skipped on the deepspeed "
+    print(f"{len(agree)} agree, {len(disagree)} disagree, {len(excepted)} listed exceptions, "
+          f"{len(skipped)} skipped on the deepspeed "
           f"engine ({', '.join(sorted(e for e in engines if e))}); reference {reference_seconds:.1f} s, "
           f"deepspeed {deepspeed_seconds:.1f} s")
     if reference_engines != {"reference"}:
