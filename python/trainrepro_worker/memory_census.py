@@ -141,24 +141,30 @@ class MemoryCensus:
             storages[(pointer, storage.nbytes())] = storage.nbytes()
         return storages
 
-    def sample(self, point, micro_step, optimizer_step):
-        host = self.host_heap_in_use() - self._excluded_host
-        heap_before = host + self._excluded_host
+    def _take_census(self, optimizer_step):
+        """The census's bytes and storages, the births updated. Its temporary lists and dicts are
+        freed on return, before sample() measures what the census left on the heap."""
         storages = self._census()
-        births = {key: self._births.get(key, self._steps_at_last_census) for key in storages}
-        self._births = births
+        self._births = {key: self._births.get(key, self._steps_at_last_census)
+                        for key in storages}
         self._steps_at_last_census = optimizer_step
-        live = sum(storages.values())
+        return sum(storages.values()), len(storages)
+
+    def sample(self, point, micro_step, optimizer_step):
+        heap_before = self.host_heap_in_use()
+        host = heap_before - self._excluded_host
+        live, allocations = self._take_census(optimizer_step)
         self._peak = max(self._peak, live)
         host_signals = point != "micro_step"
         self.samples.append({
             "point": point, "micro_step": micro_step, "optimizer_step": optimizer_step,
-            "cpu_tensor_bytes": live, "cpu_tensor_allocations": len(storages),
+            "cpu_tensor_bytes": live, "cpu_tensor_allocations": allocations,
             "cpu_tensor_peak_bytes": self._peak,
             "host_heap_bytes": host if host_signals else -1,
             "resident_bytes": self._resident_bytes() if host_signals else -1,
         })
-        # The census's own lists and this sample are the harness's, not the training's.
+        # What the census keeps (the births) and this sample are the harness's, not the
+        # training's; its temporaries are freed by now and count for neither.
         self._excluded_host += self.host_heap_in_use() - heap_before
 
     def result(self):
