@@ -112,19 +112,24 @@ nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
                          {{"file", std::filesystem::absolute(golden.file).string()},
                           {"parameters", golden.parameter_names}}}};
   if (scenario.trainer) {
-    // The Trainer's loop (ds_worker.py train_as_the_trainer_does): its window, whether
+    // The Trainer's loop (ds_worker.py backward_/step_as_the_trainer_does): its window, whether
     // accelerate hands DeepSpeed the boundary, and the torch AdamW it builds when the config has
-    // no optimizer (two groups: no decay for biases and LayerNorm parameters).
+    // no optimizer (two groups: no decay for biases and LayerNorm parameters), which accelerate
+    // swaps for DeepSpeedCPUAdam when the optimizer is offloaded and zero_force_ds_cpu_optimizer
+    // is not false (Accelerator._prepare_deepspeed; the reason check_initialize lets it pass).
+    const DeepSpeedConfig& config = scenario.deepspeed;
     nlohmann::json trainer = {
         {"gradient_accumulation_steps", scenario.trainer->gradient_accumulation_steps},
-        {"explicit_boundary", scenario.trainer->explicit_boundary},
-        {"accelerate_version", scenario.trainer->accelerate_version}};
-    const std::optional<OptimizerConfig>& optimizer = scenario.deepspeed.optimizer;
+        {"explicit_boundary", scenario.trainer->explicit_boundary}};
+    const std::optional<OptimizerConfig>& optimizer = config.optimizer;
     if (optimizer && optimizer->decay_skips_bias_and_norm) {
-      trainer["optimizer"] = {{"lr", optimizer->lr},
-                              {"betas", {optimizer->beta1, optimizer->beta2}},
-                              {"eps", optimizer->eps},
-                              {"weight_decay", optimizer->weight_decay}};
+      trainer["optimizer"] = {
+          {"lr", optimizer->lr},
+          {"betas", {optimizer->beta1, optimizer->beta2}},
+          {"eps", optimizer->eps},
+          {"weight_decay", optimizer->weight_decay},
+          {"as_deepspeed_cpu_adam",
+           config.offload_optimizer_device != "none" && config.zero_force_ds_cpu_optimizer}};
     }
     job["trainer"] = trainer;
   }

@@ -76,6 +76,7 @@ struct DeepSpeedConfig {
   // ZeRO stage its schema rejects), in DeepSpeed's order and words.
   std::optional<ConfigError> refused_while_reading;
   std::string optimizer_type;                // as written; empty without an optimizer block
+  bool client_optimizer = false;  // the script's (or the Trainer's) own, not the config's
   std::optional<OptimizerConfig> optimizer;  // when the reference engine implements the type
   // Why it does not (located at /optimizer/type); empty when it does or when DeepSpeed itself
   // refuses the name (that is optimizer_refused, a config error).

@@ -345,6 +345,7 @@ void read_client_optimizer_section(ObjectReader& root, DeepSpeedConfig& config,
                               "block");
   }
   config.optimizer_type = "client torch.optim." + client->type_as_written;
+  config.client_optimizer = true;
   config.optimizer = client;
   config.optimizer_not_implemented.clear();
   config.optimizer_refused.reset();

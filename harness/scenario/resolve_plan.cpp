@@ -16,13 +16,12 @@ std::optional<ConfigError> check_initialize(const Scenario& scenario) {
   // DeepSpeed's CPU Adam (or CPU Lion) unless the config sets zero_force_ds_cpu_optimizer false.
   // Under the Trainer, accelerate (Accelerator._prepare_deepspeed) swaps torch's AdamW for
   // DeepSpeedCPUAdam first, so only a script's own optimizer meets this.
-  const bool client = config.optimizer_type.rfind("client ", 0) == 0;
-  if (client && !scenario.trainer && config.offload_optimizer_device != "none" &&
+  if (config.client_optimizer && !scenario.trainer && config.offload_optimizer_device != "none" &&
       config.zero_force_ds_cpu_optimizer) {
     return ConfigError{
         ConfigErrorKind::client_optimizer_with_offload,
-        "ZeRORuntimeException: You are using ZeRO-Offload with a client provided optimizer (" +
-            config.optimizer_type.substr(7) +
+        "ZeRORuntimeException: You are using ZeRO-Offload with a client provided optimizer "
+        "(torch.optim." + config.optimizer->type_as_written +
             ") … (raised by deepspeed.initialize: with offload_optimizer on \"" +
             config.offload_optimizer_device +
             "\" DeepSpeed takes only its own DeepSpeedCPUAdam from the script; remove "

@@ -66,16 +66,6 @@ def optimizer_description(optimizer):
     return description
 
 
-def offloads_optimizer(config):
-    """Whether accelerate swaps the Trainer's optimizer for DeepSpeed's CPU one: the optimizer
-    offloaded and "zero_force_ds_cpu_optimizer" not false (accelerate 1.15.0
-    Accelerator._prepare_deepspeed)."""
-    zero = config.get("zero_optimization")
-    device = zero.get("offload_optimizer", {}).get("device", "none") if isinstance(zero, dict) \
-        else "none"
-    return device not in (None, "none") and config.get("zero_force_ds_cpu_optimizer", True)
-
-
 def as_accelerate_offloads(optimizer):
     """accelerate's map_pytorch_optim_to_deepspeed for torch AdamW: DeepSpeedCPUAdam over the same
     param groups (their betas, eps and weight decay), decoupled weight decay."""
@@ -129,7 +119,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     trainer = job.get("trainer")
     if trainer and trainer.get("optimizer"):
         client = zoo.trainer_adamw(module, trainer["optimizer"])
-        if offloads_optimizer(job["deepspeed"]):
+        if trainer["optimizer"]["as_deepspeed_cpu_adam"]:  # the optimizer offloaded
             client = as_accelerate_offloads(client)
     started = time.time()
     try:

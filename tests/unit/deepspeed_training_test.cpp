@@ -94,6 +94,7 @@ TEST_F(DeepSpeedTraining, HuggingFaceTrainerJobCarriesTheFilledConfigAndTheTrain
   EXPECT_EQ(trainer.at("explicit_boundary"), true);
   EXPECT_DOUBLE_EQ(trainer.at("optimizer").at("lr").get<double>(), 0.001);
   EXPECT_DOUBLE_EQ(trainer.at("optimizer").at("weight_decay").get<double>(), 0.1);
+  EXPECT_EQ(trainer.at("optimizer").at("as_deepspeed_cpu_adam"), false);  // nothing offloaded
 }
 
 TEST_F(DeepSpeedTraining, JobCarriesTheScenarioAsWrittenAndTheGoldensFiles) {
