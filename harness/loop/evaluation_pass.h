@@ -27,6 +27,9 @@ class EvaluationPass {
   // The same first batch under no_grad: the scale an evaluation's peak is judged against.
   int64_t reference_peak_under_no_grad(MemoryProbe& probe);
 
+  // The running loss summed as a tensor (undefined when summed as a number).
+  const at::Tensor& running_loss() const { return running_loss_; }
+
  private:
   at::Tensor batch_loss(int64_t b);
 

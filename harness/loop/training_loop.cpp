@@ -13,6 +13,7 @@
 #include "harness/loop/kept_across_steps.h"
 #include "harness/loop/micro_step_habits.h"
 #include "harness/loop/trainer_micro_step.h"
+#include "harness/memory/autograd_graph.h"
 #include "harness/memory/counting_cpu_allocator.h"
 #include "harness/memory/cpu_memory_snapshot.h"
 #include "harness/memory/cuda_memory.h"
@@ -221,7 +222,9 @@ class TrainingLoop {
     stamp_step_boundary(trace_.steps.back());
     CountingCpuAllocator::set_current_step(steps);
     kept_.keep_after_step(loop_.keep, engine_);
-    probe_.sample(SamplePoint::boundary, m, steps);
+    // Counted before sampling, so that its own temporaries are freed when the heap is read.
+    const int64_t autograd_nodes = count_autograd_nodes(tensors_kept_across_steps());
+    probe_.sample(SamplePoint::boundary, m, steps, autograd_nodes);
     if (communicator_) inject_faults_after_step(rank_, steps);
     // Halfway and at the end: two snapshots show what a leak left behind and that it grows.
     if (memory_snapshots_ && (steps == loop_.steps / 2 || steps == loop_.steps)) {
@@ -239,6 +242,14 @@ class TrainingLoop {
           std::max(trace_.evaluation_peak_bytes, evaluation_->run(probe_));
       probe_.sample(SamplePoint::after_evaluation, m, steps);
     }
+  }
+
+  // What the user's loop holds from one step to the next: the kept list, the evaluation's
+  // running loss.
+  std::vector<at::Tensor> tensors_kept_across_steps() const {
+    std::vector<at::Tensor> tensors = kept_.tensors;
+    if (evaluation_) tensors.push_back(evaluation_->running_loss());
+    return tensors;
   }
 
   // When this step's boundary was reached. The planted slowdown (a busy wait, so it costs CPU

@@ -50,8 +50,10 @@ int64_t MemoryProbe::measure_tensor_bookkeeping_bytes() {
   return std::max<int64_t>(0, (heap - data) / kTensors);
 }
 
-void MemoryProbe::sample(SamplePoint point, int64_t micro_step, int64_t optimizer_step) {
+void MemoryProbe::sample(SamplePoint point, int64_t micro_step, int64_t optimizer_step,
+                         int64_t autograd_nodes) {
   MemorySample sample;
+  sample.autograd_nodes = autograd_nodes;
   sample.point = point;
   sample.micro_step = micro_step;
   sample.optimizer_step = optimizer_step;

@@ -26,6 +26,9 @@ struct MemorySample {
   int64_t host_heap_bytes = 0;       // -1 at micro-steps: sampled at boundaries and evaluation;
                                      // minus what the harness's own copies added
   int64_t resident_bytes = 0;        // -1 at micro-steps, likewise
+  // Autograd nodes the loop's tensors keep alive (autograd_graph.h): counted at boundaries, -1
+  // elsewhere and where the engine did not count them. Growing, they are a kept graph.
+  int64_t autograd_nodes = -1;
   int64_t cuda_allocated_bytes = 0;  // CUDA fields stay 0 on CPU runs
   int64_t cuda_reserved_bytes = 0;
   int64_t cuda_active_bytes = 0;
@@ -39,7 +42,8 @@ class MemoryProbe {
   // Installs the counting CPU allocator (if not yet) so every CPU tensor from now on is seen.
   MemoryProbe(Device device, int64_t expected_samples);
 
-  void sample(SamplePoint point, int64_t micro_step, int64_t optimizer_step);
+  void sample(SamplePoint point, int64_t micro_step, int64_t optimizer_step,
+              int64_t autograd_nodes = -1);
   // Live tensor bytes on the run's device, and the peak since the last reset.
   int64_t device_tensor_bytes() const;
   int64_t device_peak_bytes() const;

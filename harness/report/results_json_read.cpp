@@ -336,6 +336,7 @@ MemorySample sample_from(const ResultsObject& json) {
   s.cpu_tensor_peak_bytes = json.integer("cpu_tensor_peak_bytes");
   s.host_heap_bytes = json.integer("host_heap_bytes");
   s.resident_bytes = json.integer("resident_bytes");
+  if (json.has("autograd_nodes")) s.autograd_nodes = json.integer("autograd_nodes");
   s.cuda_allocated_bytes = json.integer("cuda_allocated_bytes");
   s.cuda_reserved_bytes = json.integer("cuda_reserved_bytes");
   s.cuda_active_bytes = json.integer("cuda_active_bytes");
@@ -355,6 +356,7 @@ MemoryJudgement memory_from(const ResultsObject& json) {
   memory.tensor = trend_from(json.object("tensor"));
   memory.host = trend_from(json.object("host"));
   memory.cuda_reserved = trend_from(json.object("cuda_reserved"));
+  if (json.has("autograd_nodes")) memory.autograd_nodes = trend_from(json.object("autograd_nodes"));
   const ResultsObject survivors = json.object("survivors");
   memory.survivors.allocations_by_step = survivors.integers("allocations_by_step");
   memory.survivors.allocations_per_step = survivors.number("allocations_per_step");

@@ -55,6 +55,11 @@ std::string describe_leak_measurement(const MemoryJudgement& judgement, bool cud
     text += " (" + std::string(allocations) + " allocations/step survive), the host heap " +
             "beyond tensors by " + rate(judgement.host.bytes_per_step);
   }
+  if (judgement.autograd_nodes.grows_in_every_window) {
+    char nodes[64];
+    std::snprintf(nodes, sizeof nodes, "%.3g", judgement.autograd_nodes.bytes_per_step);
+    text += ", the autograd graph the loop keeps by " + std::string(nodes) + " nodes/step";
+  }
   return text;
 }
 
@@ -130,7 +135,7 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
     return judgement;
   }
 
-  std::vector<double> tensor, host, reserved;
+  std::vector<double> tensor, host, reserved, autograd_nodes;
   int64_t last_step = 0, last_used = 0, last_host_resident = 0;
   for (const MemorySample& sample : trace.memory) {
     judgement.peak_tensor_bytes =
@@ -143,6 +148,7 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
         static_cast<double>(cuda ? sample.cuda_allocated_bytes : sample.cpu_tensor_bytes));
     host.push_back(static_cast<double>(sample.host_heap_bytes - sample.cpu_tensor_bytes));
     reserved.push_back(static_cast<double>(sample.cuda_reserved_bytes));
+    if (sample.autograd_nodes >= 0) autograd_nodes.push_back(static_cast<double>(sample.autograd_nodes));
     last_step = sample.optimizer_step;
     last_used = cuda ? sample.cuda_reserved_bytes : sample.resident_bytes;
     last_host_resident = sample.resident_bytes;
@@ -181,6 +187,9 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   judgement.tensor = growth_trend(tensor, judgement.window);
   judgement.host = growth_trend(host, judgement.window);
   if (cuda) judgement.cuda_reserved = growth_trend(reserved, judgement.window);
+  if (autograd_nodes.size() == tensor.size()) {
+    judgement.autograd_nodes = growth_trend(autograd_nodes, judgement.window);
+  }
   const int64_t first_step = spec.warmup_steps + 1;
   judgement.surviving = describe_surviving_allocations(trace.live_at_end, first_step, last_step);
   judgement.survivors =
@@ -206,15 +215,12 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
   const std::string where = " over boundaries " + std::to_string(first_step) + "…" +
                             std::to_string(last_step) + ", in every window of " +
                             std::to_string(judgement.window);
-  // Every leak found on the CPU keeps tensors (survivors are how it is found). Graph nodes are
-  // not tensors: a kept loss or output holds its autograd graph's nodes on the host heap. When
-  // the heap grows by more than twice what the survivors' own bookkeeping costs (TensorImpl,
-  // storage, allocator header; measured in this process), more than tensors is kept, and the
-  // leak is a host_memory_leak first.
-  const double bookkeeping =
-      judgement.survivors.allocations_per_step *
-      static_cast<double>(std::max<int64_t>(trace.tensor_bookkeeping_bytes, 1));
-  const bool graph_kept = !cuda && judgement.host.bytes_per_step > 2.0 * bookkeeping;
+  // Every leak found on the CPU keeps tensors (survivors are how it is found). A kept loss or
+  // output also keeps the autograd graph that made it, whose nodes are not tensors but live on
+  // the host heap: counted at every boundary from what the loop holds (autograd_graph.h), a
+  // graph that grows in every window makes the leak a host_memory_leak first.
+  const bool graph_kept = !cuda && judgement.autograd_nodes.grows_in_every_window &&
+                          judgement.autograd_nodes.bytes_per_step > 0.0;
   const char* device_memory = cuda && !host_tensor_leak ? "GPU memory" : "RAM";
   const std::string measured = describe_leak_measurement(judgement, cuda && !host_tensor_leak) +
                                (host_tensor_leak ? " on the GPU, while CPU tensors survive" : "") +

@@ -20,6 +20,9 @@ struct MemoryJudgement {
   GrowthTrend tensor;  // live tensor bytes on the run's device
   GrowthTrend host;    // host heap in use, minus CPU tensor bytes
   GrowthTrend cuda_reserved;
+  // Autograd nodes the loop's tensors keep alive, per boundary (its "bytes_per_step" counts
+  // nodes); windows 0 where the engine did not count them.
+  GrowthTrend autograd_nodes;
   SurvivorCount survivors;  // CPU: allocations alive at the end, by the step that made them
   int64_t tensor_bookkeeping_bytes = 0;  // host heap one kept tensor costs beyond its data
   // Leaks and the budget, each with its explanation. Tensor and host leaks can both be found:

@@ -61,6 +61,9 @@ MemorySample read_sample(const nlohmann::json& json, const std::string& where,
   const int64_t least = sample.point == SamplePoint::micro_step ? -1 : 0;
   sample.host_heap_bytes = integer(json, "host_heap_bytes", where, least);
   sample.resident_bytes = integer(json, "resident_bytes", where, least);
+  if (json.contains("autograd_nodes")) {
+    sample.autograd_nodes = integer(json, "autograd_nodes", where, -1);
+  }
   return sample;
 }
 

@@ -10,7 +10,9 @@ number of optimizer steps done at the previous census, when it was not there yet
 engine stamps an allocation with the steps done when it is made); a storage missing from one
 census and back in a later one is a new storage. The host heap is glibc's mallinfo2 (in-use
 bytes of every arena plus mmapped chunks), as host_memory.cpp reads it, minus what the worker's
-own records added (record_of_harness).
+own records added (record_of_harness). At boundaries the census also counts the autograd nodes
+reachable from those tensors' grad_fn (each once): a count that grows is a graph kept across
+steps, as harness/memory/autograd_graph.h counts it on the reference engine.
 
 The objects alive when the probe starts (Python's imports, DeepSpeed's engine) are frozen out of
 the collector's generations (gc.freeze) so each census walks only the objects made since; the
@@ -105,6 +107,8 @@ class MemoryCensus:
                     yield item
 
     def _reachable_tensors(self):
+        """The tensors reachable from Python and the number of autograd nodes they keep alive
+        (autograd_graph.h counts the same on the reference engine)."""
         gc.collect()
         tensors = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
         tensors += [t for t in (ref() for ref in self._frozen) if t is not None]
@@ -126,12 +130,14 @@ class MemoryCensus:
                 if next_node is not None and id(next_node) not in seen_nodes:
                     seen_nodes.add(id(next_node))
                     nodes.append(next_node)
-        return found
+        return found, len(seen_nodes)
 
     def _census(self):
+        """The live storages ((data pointer, bytes) -> bytes) and the autograd nodes alive."""
         excluded = {t.untyped_storage().data_ptr() for t in self._excluded_tensors()}
         storages = {}
-        for tensor in self._reachable_tensors():
+        tensors, autograd_nodes = self._reachable_tensors()
+        for tensor in tensors:
             if tensor.device.type != "cpu" or tensor.is_meta:
                 continue
             storage = tensor.untyped_storage()
@@ -139,21 +145,22 @@ class MemoryCensus:
             if pointer == 0 or pointer in excluded:
                 continue
             storages[(pointer, storage.nbytes())] = storage.nbytes()
-        return storages
+        return storages, autograd_nodes
 
     def _take_census(self, optimizer_step):
-        """The census's bytes and storages, the births updated. Its temporary lists and dicts are
-        freed on return, before sample() measures what the census left on the heap."""
-        storages = self._census()
+        """The census's bytes, storages and autograd nodes, the births updated. Its temporary
+        lists and dicts are freed on return, before sample() measures what the census left on
+        the heap."""
+        storages, autograd_nodes = self._census()
         self._births = {key: self._births.get(key, self._steps_at_last_census)
                         for key in storages}
         self._steps_at_last_census = optimizer_step
-        return sum(storages.values()), len(storages)
+        return sum(storages.values()), len(storages), autograd_nodes
 
     def sample(self, point, micro_step, optimizer_step):
         heap_before = self.host_heap_in_use()
         host = heap_before - self._excluded_host
-        live, allocations = self._take_census(optimizer_step)
+        live, allocations, autograd_nodes = self._take_census(optimizer_step)
         self._peak = max(self._peak, live)
         host_signals = point != "micro_step"
         self.samples.append({
@@ -162,6 +169,7 @@ class MemoryCensus:
             "cpu_tensor_peak_bytes": self._peak,
             "host_heap_bytes": host if host_signals else -1,
             "resident_bytes": self._resident_bytes() if host_signals else -1,
+            "autograd_nodes": autograd_nodes if point == "boundary" else -1,
         })
         # What the census keeps (the births) and this sample are the harness's, not the
         # training's; its temporaries are freed by now and count for neither.
@@ -169,7 +177,7 @@ class MemoryCensus:
 
     def result(self):
         """The trace's "memory" object (harness/worker/worker_trace.cpp reads it)."""
-        storages = self._census()
+        storages, _ = self._census()
         live = [[nbytes, self._births.get(key, self._steps_at_last_census)]
                 for key, nbytes in sorted(storages.items())]
         return {"samples": self.samples, "live_at_end": live,

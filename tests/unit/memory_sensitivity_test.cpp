@@ -8,6 +8,7 @@
 #include <ATen/ATen.h>
 
 #include "harness/engine/reference_engine.h"
+#include "harness/memory/autograd_graph.h"
 #include "harness/memory/memory_probe.h"
 #include "harness/pipeline/run_scenario.h"
 #include "harness/scenario/load_scenario.h"
@@ -101,6 +102,67 @@ TEST(LeakDetection, OneBytePerStepIsALeakWithinFourteenBoundaries) {
   planted.clear();  // the same run without the plant is bounded
   trace.live_at_end = CountingCpuAllocator::live_allocations();
   EXPECT_TRUE(judge_memory(scenario, plan, trace).diagnoses.empty());
+}
+
+// The kept graph is counted, not inferred: a loss kept with its graph adds its nodes each step
+// (each node once, the shared leaves' accumulators too), its detached copy adds none.
+TEST(AutogradGraph, KeptLossesAddTheirNodesDetachedOnesNone) {
+  const at::Tensor weight = at::ones({4}, at::kDouble).requires_grad_(true);
+  std::vector<at::Tensor> with_graph, detached;
+  int64_t previous = 0;
+  for (int step = 0; step < 3; ++step) {
+    const at::Tensor loss = (weight * at::ones({4}, at::kDouble)).sum();
+    loss.backward();  // frees the saved tensors, not the nodes
+    with_graph.push_back(loss);
+    detached.push_back(loss.detach());
+    const int64_t nodes = count_autograd_nodes(with_graph);
+    EXPECT_EQ(nodes, step == 0 ? 3 : previous + 2) << "step " << step;  // Sum, Mul (+ AccumulateGrad once)
+    previous = nodes;
+  }
+  EXPECT_EQ(count_autograd_nodes(detached), 0);
+  EXPECT_EQ(count_autograd_nodes({at::Tensor()}), 0);
+}
+
+// What separates a host_memory_leak from a tensor_memory_leak is the graph the survivors keep:
+// the same survivors with and without a growing node count at the boundaries.
+TEST(LeakDetection, AGrowingKeptGraphIsAHostLeakAndNothingElseIs) {
+  Scenario scenario;
+  scenario.memory = MemorySpec{};
+  Plan plan;
+  plan.batch = {8, 8, 1, 1, {}};
+  MemoryProbe probe(Device::cpu, 64);
+  const at::Tensor weight = at::ones({4}, at::kFloat).requires_grad_(true);
+  std::vector<at::Tensor> kept;
+  const int64_t boundaries = scenario.memory.warmup_steps + 2 * scenario.memory.window;
+  for (int64_t step = 0; step < boundaries; ++step) {
+    const at::Tensor loss = (weight * 2.0).sum();
+    loss.backward();
+    kept.push_back(loss);
+    CountingCpuAllocator::set_current_step(step + 1);
+    const int64_t nodes = count_autograd_nodes(kept);
+    probe.sample(SamplePoint::boundary, step, step + 1, nodes);
+  }
+  Trace trace;
+  trace.memory = probe.take_samples();
+  trace.live_at_end = CountingCpuAllocator::live_allocations();
+  const MemoryJudgement with_graph = judge_memory(scenario, plan, trace);
+  ASSERT_TRUE(with_graph.judged) << with_graph.not_judged_reason;
+  ASSERT_EQ(with_graph.diagnoses.size(), 2u);
+  EXPECT_EQ(with_graph.diagnoses.front(), DiagnosisKind::host_memory_leak);
+  EXPECT_EQ(with_graph.diagnoses.back(), DiagnosisKind::tensor_memory_leak);
+  EXPECT_DOUBLE_EQ(with_graph.autograd_nodes.bytes_per_step, 2.0);
+  EXPECT_NE(with_graph.explanations.front().find("by 2 nodes/step"), std::string::npos)
+      << with_graph.explanations.front();
+
+  // The same survivors, their graph not growing: however the heap moved, tensors alone.
+  for (MemorySample& sample : trace.memory) sample.autograd_nodes = 3;
+  const MemoryJudgement without_graph = judge_memory(scenario, plan, trace);
+  ASSERT_EQ(without_graph.diagnoses.size(), 1u);
+  EXPECT_EQ(without_graph.diagnoses.front(), DiagnosisKind::tensor_memory_leak);
+  // An engine that did not count nodes: never a host leak by guess.
+  for (MemorySample& sample : trace.memory) sample.autograd_nodes = -1;
+  EXPECT_EQ(judge_memory(scenario, plan, trace).diagnoses,
+            std::vector<DiagnosisKind>{DiagnosisKind::tensor_memory_leak});
 }
 
 TEST(LeakDetection, BoundedScenariosGiveNoFalseLeakIn20Runs) {
