@@ -60,6 +60,16 @@ struct RunArgs {
 };
 int run_scenarios(const RunArgs& args);
 
+// `trainrepro watch -- COMMAND…`: the user's own training script, watched (watch_command.cpp).
+struct WatchArgs {
+  std::vector<std::string> command;
+  int64_t steps = 4;                      // optimizer steps judged
+  std::optional<int64_t> intended_batch;  // empty: what DeepSpeed resolved
+  std::string results_file;               // empty: none written
+  int timeout_seconds = 3600;
+};
+int run_watch(const WatchArgs& args);
+
 struct BisectArgs {
   std::string scenario_file;
   std::string engine = "deepspeed";  // the only engine with releases to search

@@ -196,6 +196,37 @@ int main(int argc, char** argv) {
       "     scenario\n"
       "  3  infrastructure: PyPI unreachable, an install failed, a probe ended in an error\n");
 
+  WatchArgs watch_args;
+  CLI::App* watch = app.add_subcommand(
+      "watch",
+      "Run your own DeepSpeed training command unchanged and judge its first optimizer steps "
+      "against a float64 golden taken from its own micro-batches");
+  watch->add_option("COMMAND", watch_args.command,
+                    "the command, after --: torchrun --nproc_per_node 2 train.py ARGS, "
+                    "deepspeed train.py ARGS, python -m torch.distributed.run ...")
+      ->required();
+  watch->add_option("--steps", watch_args.steps, "optimizer steps judged (4)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  watch->add_option("--intended-batch", watch_args.intended_batch,
+                    "the batch (samples per optimizer step, all ranks) you mean to train with; "
+                    "default: what DeepSpeed resolved from your config")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  watch->add_option("--results", watch_args.results_file,
+                    "write the verdict as JSON to FILE (atomically)");
+  watch->add_option("--timeout", watch_args.timeout_seconds,
+                    "seconds the command may run before it is killed with its processes (3600)")
+      ->check(CLI::PositiveNumber);
+  watch->footer(
+      "The command runs with a private folder first on PYTHONPATH whose sitecustomize wraps\n"
+      "deepspeed.initialize: nothing is installed, nothing of yours is written. Its output is\n"
+      "printed when it ends, then the verdict. See README \"Watching your own script\".\n"
+      "Exit codes:\n"
+      "  0  passed: every judged step's gradients match the golden, the batch is the intended one\n"
+      "  1  failed: a diagnosis (or gradients no known mistake explains)\n"
+      "  2  bad usage: no command, a command that cannot be started\n"
+      "  3  not judged: no DeepSpeed engine was created, the command failed or timed out before a\n"
+      "     step was judged, the golden could not be computed (the reason is printed)\n");
+
   ReportArgs report_args;
   CLI::App* report = app.add_subcommand(
       "report",
@@ -426,6 +457,7 @@ int main(int argc, char** argv) {
       return run_golden(golden_args);
     }
     if (bisect->parsed()) return run_bisect(bisect_args);
+    if (watch->parsed()) return run_watch(watch_args);
     if (run->parsed()) {
       run_args.provenance = current_run_provenance(argc, argv);
       run_args.device = device_choice_from(device);

@@ -1,0 +1,122 @@
+// `trainrepro watch [options] -- COMMAND…`: runs the user's own training command unchanged with
+// the watch module on its path (harness/watch/watch_launch.h), reads what each rank recorded,
+// judges it (harness/watch/judge_watched.h) and reports it.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "harness/cli/commands.h"
+#include "harness/files/atomic_write.h"
+#include "harness/report/watch_report.h"
+#include "harness/verdict/verdict.h"
+#include "harness/watch/watch_launch.h"
+
+namespace trainrepro {
+namespace {
+
+std::string last_lines(const std::string& text, size_t count) {
+  size_t begin = text.size();
+  for (size_t lines = 0; begin > 0 && lines <= count;) {
+    --begin;
+    if (text[begin] == '\n' && begin + 1 < text.size()) ++lines;
+  }
+  return text.substr(begin == 0 ? 0 : begin + 1);
+}
+
+std::string indented(const std::string& text) {
+  std::string result = "      ";
+  for (char c : text) {
+    result += c;
+    if (c == '\n') result += "      ";
+  }
+  while (!result.empty() && (result.back() == ' ' || result.back() == '\n')) result.pop_back();
+  return result;
+}
+
+void print_command_output(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::cout << in.rdbuf();
+  std::cout.flush();
+}
+
+// Fills the report from the ranks' recordings; returns the exit code.
+int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchReport& report) {
+  const RankLaunch& launch = watched.launch;
+  const std::string command_ended =
+      launch.timed_out
+          ? "the command did not finish within " + std::to_string(args.timeout_seconds) +
+                " s (--timeout) and was killed with its processes"
+          : "the command ended with exit code " + std::to_string(launch.exit_code);
+  const std::string tail = "; its last lines:\n" + indented(last_lines(launch.output, 12));
+  std::vector<RankRecording> ranks;
+  try {
+    ranks = read_watch_recording(watched.recordings_folder);
+  } catch (const std::exception& error) {
+    report.problem = std::string("the watch's recordings cannot be read: ") + error.what();
+    return kExitInfrastructure;
+  }
+  if (ranks.empty()) {
+    report.problem = "no DeepSpeed engine was created: " + command_ended +
+                     " without calling deepspeed.initialize" +
+                     (launch.exit_code != 0 || launch.timed_out ? tail : "");
+    return kExitInfrastructure;
+  }
+  for (const RankRecording& rank : ranks) {
+    if (!rank.failure.empty()) {
+      report.problem = "the watch failed on rank " + std::to_string(rank.rank) + ": " +
+                       rank.failure + "\n" + indented(last_lines(rank.traceback, 8));
+      return kExitInfrastructure;
+    }
+  }
+  const RankRecording& first = ranks.front();
+  report.versions = first.versions;
+  report.ranks = first.world_size;
+  report.ended = first.ended;
+  report.judgement = judge_watched(ranks, args.intended_batch);
+  if (launch.exit_code != 0 || launch.timed_out) report.problem = command_ended + tail;
+  if (report.judgement.found_something()) return kExitExpectationNotMet;
+  if (!report.problem.empty() || !report.judgement.judged) return kExitInfrastructure;
+  return kExitOk;
+}
+
+}  // namespace
+
+int run_watch(const WatchArgs& args) {
+  if (args.command.empty()) {
+    std::cerr << "trainrepro watch: give the training command after --, e.g. trainrepro watch "
+                 "-- torchrun --nproc_per_node 2 train.py\n";
+    return kExitBadInput;
+  }
+  WatchReport report;
+  report.command = args.command;
+  report.windows_wanted = args.steps;
+  PrivateFolder folder;
+  WatchLaunch watched;
+  try {
+    watched = launch_watched({args.command, args.steps, args.timeout_seconds}, folder);
+  } catch (const std::runtime_error& error) {
+    std::cerr << "trainrepro watch: " << error.what() << "\n";
+    return kExitBadInput;
+  }
+  end_if_stopped(watched.launch, folder);
+  print_command_output(watched.output_file);
+  report.command_exit_code = watched.launch.exit_code;
+  report.exit_code = judge_recordings(args, watched, report);
+  report.outcome = report.exit_code == kExitOk                 ? "passed"
+                   : report.exit_code == kExitExpectationNotMet ? "failed"
+                   : report.ranks > 0 && report.problem.empty() ? "not-judged"
+                                                                : "error";
+  std::cout << watch_console_text(report);
+  if (!args.results_file.empty()) {
+    try {
+      write_file_atomically(args.results_file, watch_results_json(report).dump(2) + "\n");
+    } catch (const std::exception& error) {
+      std::cerr << "trainrepro watch: cannot write " << args.results_file << ": " << error.what()
+                << "\n";
+      return kExitInfrastructure;
+    }
+  }
+  return report.exit_code;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,113 @@
+#include "harness/report/watch_report.h"
+
+#include <cstdio>
+
+#include "harness/json/json_fields.h"
+
+namespace trainrepro {
+namespace {
+
+std::string joined(const std::vector<std::string>& words) {
+  std::string text;
+  for (const std::string& word : words) text += (text.empty() ? "" : " ") + word;
+  return text;
+}
+
+std::string number(const char* pattern, double value) {
+  char text[64];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+const char* diagnosis_name(const std::optional<DiagnosisKind>& kind) {
+  return kind ? spelling_of(*kind, diagnosis_spellings()) : "unexplained";
+}
+
+}  // namespace
+
+std::string watch_console_text(const WatchReport& report) {
+  const WatchJudgement& judged = report.judgement;
+  std::string text = report.outcome;
+  text.resize(std::max<size_t>(text.size() + 1, 15), ' ');
+  text += "watch: " + joined(report.command);
+  if (!report.versions.deepspeed.empty()) {
+    text += " (" + std::to_string(judged.windows.size()) + " of " +
+            std::to_string(report.windows_wanted) + " optimizer steps judged on " +
+            std::to_string(report.ranks) + (report.ranks == 1 ? " rank, " : " ranks, ") +
+            engine_description(report.versions) + ")";
+  }
+  text += "\n";
+  if (!report.problem.empty()) text += "    " + report.problem + "\n";
+  if (judged.found_something()) {
+    text += std::string("    diagnosis: ") + diagnosis_name(judged.diagnosis) + ": " +
+            judged.explanation + "\n";
+  }
+  for (const std::string& finding : judged.findings) text += "    also: " + finding + "\n";
+  if (!judged.not_judged_reason.empty() && report.problem.empty()) {
+    text += "    gradients not judged: " + judged.not_judged_reason + "\n";
+  }
+  for (const WatchedWindowJudgement& window : judged.windows) {
+    text += "    step " + std::to_string(window.window) + ": " +
+            std::to_string(window.micro_steps) + " micro-steps x " +
+            std::to_string(report.ranks) + (report.ranks == 1 ? " rank" : " ranks") + ", " +
+            std::to_string(window.items) + " items; against the golden: norm ratio " +
+            number("%.4g", window.norm_ratio) + ", cosine " + number("%.6f", window.cosine) +
+            (window.gradients_match ? " (within tolerance)" : "") + "\n";
+  }
+  if (!report.ended.empty()) text += "    watched fewer steps than asked: " + report.ended + "\n";
+  return text;
+}
+
+nlohmann::json watch_results_json(const WatchReport& report) {
+  const WatchJudgement& judged = report.judgement;
+  nlohmann::json windows = nlohmann::json::array();
+  for (const WatchedWindowJudgement& window : judged.windows) {
+    nlohmann::json tested = nlohmann::json::array();
+    for (const HypothesisResult& hypothesis : window.tested) {
+      tested.push_back({{"hypothesis", spelling_of(hypothesis.kind, diagnosis_spellings())},
+                        {"relative_error", hypothesis.relative_error}});
+    }
+    nlohmann::json gradients = nlohmann::json::array();
+    for (const TensorComparison& comparison : window.gradients) {
+      gradients.push_back({{"name", comparison.name},
+                           {"within_tolerance", comparison.within_tolerance},
+                           {"max_abs_error", comparison.max_abs_error},
+                           {"norm_ratio", comparison.norm_ratio},
+                           {"cosine", comparison.cosine}});
+    }
+    windows.push_back({{"step", window.window},
+                       {"micro_steps", window.micro_steps},
+                       {"items", window.items},
+                       {"gradients_match", window.gradients_match},
+                       {"relative_error", window.relative_error},
+                       {"norm_ratio", window.norm_ratio},
+                       {"cosine", window.cosine},
+                       {"gradients", gradients},
+                       {"hypotheses", tested}});
+  }
+  return {{"format", "trainrepro-watch-results"},
+          {"version", 1},
+          {"command", report.command},
+          {"outcome", report.outcome},
+          {"exit_code", report.exit_code},
+          {"command_exit_code", report.command_exit_code},
+          {"problem", report.problem},
+          {"engine", report.versions.deepspeed.empty()
+                         ? nlohmann::json(nullptr)
+                         : nlohmann::json(engine_description(report.versions))},
+          {"ranks", report.ranks},
+          {"steps_wanted", report.windows_wanted},
+          {"ended", report.ended},
+          {"judged", judged.judged},
+          {"not_judged_reason", judged.not_judged_reason},
+          {"gradient_accumulation_steps", judged.gradient_accumulation_steps},
+          {"effective_batch", judged.effective_batch},
+          {"intended_batch", judged.intended_batch},
+          {"diagnosis", judged.found_something() ? nlohmann::json(diagnosis_name(judged.diagnosis))
+                                                  : nlohmann::json(nullptr)},
+          {"explanation", judged.explanation},
+          {"findings", judged.findings},
+          {"steps", windows}};
+}
+
+}  // namespace trainrepro

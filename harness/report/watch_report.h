@@ -1,0 +1,33 @@
+// What `trainrepro watch` reports of a watched script: the console lines and the results file,
+// both read from the same plain data (judge_watched.h).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/watch/judge_watched.h"
+#include "harness/watch/watch_recording.h"
+
+namespace trainrepro {
+
+struct WatchReport {
+  std::vector<std::string> command;
+  std::string outcome;  // "passed", "failed", "not-judged", "error"
+  int exit_code = 0;    // trainrepro's
+  int command_exit_code = 0;
+  std::string problem;  // why the command could not be watched or judged, with its output's tail
+  WorkerVersions versions;
+  int64_t ranks = 0;
+  int64_t windows_wanted = 0;
+  std::string ended;  // why fewer windows than wanted were watched; "" when all were
+  WatchJudgement judgement;
+};
+
+// "failed      watch: torchrun … train.py (4 optimizer steps …)" and the indented lines after it.
+std::string watch_console_text(const WatchReport& report);
+
+// The results file's JSON ("format": "trainrepro-watch-results", version 1).
+nlohmann::json watch_results_json(const WatchReport& report);
+
+}  // namespace trainrepro

@@ -1,0 +1,342 @@
+#include "harness/watch/judge_watched.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include <ATen/ATen.h>
+
+#include "harness/json/json_fields.h"
+#include "harness/verdict/batch_fix.h"
+
+namespace trainrepro {
+namespace {
+
+using Gradients = std::vector<at::Tensor>;
+
+// A float32 run reproduces a hypothesis to ~1e-7 relative (measured: 1.0e-7 to 1.2e-7 for a
+// loss divided twice); harness/verdict/diagnosis.cpp uses the same threshold for float32.
+constexpr double kHypothesisMatch = 1e-4;
+
+Gradients zeros_like(const Gradients& tensors) {
+  Gradients result;
+  for (const at::Tensor& tensor : tensors) result.push_back(at::zeros_like(tensor));
+  return result;
+}
+
+void add_scaled(Gradients& into, const Gradients& tensors, double factor) {
+  for (size_t i = 0; i < into.size(); ++i) into[i] = into[i] + tensors[i] * factor;
+}
+
+Gradients scaled(const Gradients& tensors, double factor) {
+  Gradients result;
+  for (const at::Tensor& tensor : tensors) result.push_back(tensor * factor);
+  return result;
+}
+
+double squared_norm(const Gradients& tensors) {
+  double squared = 0.0;
+  for (const at::Tensor& tensor : tensors) squared += tensor.pow(2).sum().item<double>();
+  return squared;
+}
+
+double dot(const Gradients& a, const Gradients& b) {
+  double sum = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) sum += (a[i] * b[i]).sum().item<double>();
+  return sum;
+}
+
+std::string format(const char* pattern, double value) {
+  char text[128];
+  std::snprintf(text, sizeof text, pattern, value);
+  return text;
+}
+
+// The float64 pieces of one window, added up over micro-steps and ranks.
+struct WindowPieces {
+  Gradients golden;       // sum over every item of the window / the items: the intended loss
+  Gradients per_micro;    // (1/R) sum over ranks and micro-steps of each micro-batch's mean
+  Gradients last_micro;   // (1/R) sum over ranks of the last micro-batch's mean
+  int64_t items = 0;
+  bool items_vary = false;  // micro-batches of different item counts (tokens)
+};
+
+WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
+  WindowPieces pieces;
+  const double world = static_cast<double>(ranks.size());
+  pieces.golden = zeros_like(ranks.front().windows[w].run_gradients);
+  pieces.per_micro = zeros_like(pieces.golden);
+  pieces.last_micro = zeros_like(pieces.golden);
+  const int64_t first_items = ranks.front().windows[w].micro_steps.front().items;
+  for (const RankRecording& rank : ranks) {
+    const std::vector<WatchedMicroStep>& micro_steps = rank.windows[w].micro_steps;
+    for (size_t i = 0; i < micro_steps.size(); ++i) {
+      const WatchedMicroStep& micro = micro_steps[i];
+      pieces.items += micro.items;
+      pieces.items_vary = pieces.items_vary || micro.items != first_items;
+      add_scaled(pieces.golden, micro.summed_loss_gradients, 1.0);
+      const double mean = 1.0 / static_cast<double>(std::max<int64_t>(micro.items, 1));
+      add_scaled(pieces.per_micro, micro.summed_loss_gradients, mean / world);
+      if (i + 1 == micro_steps.size()) {
+        add_scaled(pieces.last_micro, micro.summed_loss_gradients, mean / world);
+      }
+    }
+  }
+  pieces.golden = scaled(pieces.golden, 1.0 / static_cast<double>(std::max<int64_t>(pieces.items, 1)));
+  return pieces;
+}
+
+int64_t count_calls(const RankRecording& rank, size_t w, const std::string& call) {
+  const int64_t begin = w == 0 ? 0 : rank.windows[w - 1].calls_at_close;
+  const int64_t end = rank.windows[w].calls_at_close;
+  return std::count(rank.calls.begin() + begin, rank.calls.begin() + end, call);
+}
+
+struct Hypothesis {
+  DiagnosisKind kind;
+  Gradients predicted;
+};
+
+// What each known mistake makes DeepSpeed's gradient for this window, from the same pieces.
+// DeepSpeed averages the ranks and engine.backward divides by gradient_accumulation_steps (G).
+std::vector<Hypothesis> hypotheses_for(const RankRecording& rank, size_t w,
+                                       const WindowPieces& pieces, int64_t gas) {
+  const double g = static_cast<double>(gas);
+  const WatchedWindow& window = rank.windows[w];
+  const int64_t micro_steps = static_cast<int64_t>(window.micro_steps.size());
+  std::vector<Hypothesis> hypotheses;
+  if (count_calls(rank, w, "engine.step()") < micro_steps && micro_steps > gas) {
+    hypotheses.push_back({DiagnosisKind::step_once_per_window, scaled(pieces.per_micro, 1.0 / g)});
+  }
+  if (window.closed_by == "optimizer.step()") {
+    hypotheses.push_back(
+        {DiagnosisKind::optimizer_every_micro_step, scaled(pieces.last_micro, 1.0 / g)});
+  }
+  if (micro_steps > 1) {
+    hypotheses.push_back(
+        {DiagnosisKind::zeroed_inside_window, scaled(pieces.last_micro, 1.0 / g)});
+  }
+  hypotheses.push_back({DiagnosisKind::loss_scaled_twice, scaled(pieces.per_micro, 1.0 / (g * g))});
+  hypotheses.push_back({DiagnosisKind::loss_not_scaled, pieces.per_micro});
+  if (pieces.items_vary) {
+    hypotheses.push_back(
+        {DiagnosisKind::per_micro_batch_token_normalisation, scaled(pieces.per_micro, 1.0 / g)});
+  }
+  return hypotheses;
+}
+
+std::string calls_between_backwards(const RankRecording& rank, size_t w) {
+  const int64_t begin = w == 0 ? 0 : rank.windows[w - 1].calls_at_close;
+  std::string seen;
+  for (int64_t c = begin; c < rank.windows[w].calls_at_close; ++c) {
+    const std::string& call = rank.calls[static_cast<size_t>(c)];
+    if (call.find("zero_grad") != std::string::npos && seen.find(call) == std::string::npos) {
+      seen += (seen.empty() ? "" : ", ") + call;
+    }
+  }
+  return seen;
+}
+
+std::string explain(DiagnosisKind kind, const RankRecording& rank, size_t w,
+                    const WatchedWindowJudgement& judged, int64_t gas) {
+  const std::string g = std::to_string(gas);
+  const std::string ratio = format("%.4g", judged.norm_ratio);
+  const std::string micro = std::to_string(judged.micro_steps);
+  switch (kind) {
+    case DiagnosisKind::loss_scaled_twice:
+      return "gradients are 1/" + g + " of the golden's (norm ratio " + ratio +
+             "): the loop divides the loss by gradient_accumulation_steps itself, and "
+             "engine.backward divides it by " + g +
+             " again. Fix: remove the loop's own division; engine.backward already scales";
+    case DiagnosisKind::loss_not_scaled: {
+      const bool direct = count_calls(rank, w, "loss.backward()") > 0;
+      return "gradients are " + g + "x the golden's (norm ratio " + ratio +
+             "): the micro-batch losses are summed, not averaged" +
+             (direct ? std::string(": the loop calls loss.backward(), which bypasses "
+                                   "engine.backward's division by gradient_accumulation_steps=") +
+                           g + ". Fix: call engine.backward(loss)"
+                     : std::string(". Fix: let engine.backward(loss) divide by "
+                                   "gradient_accumulation_steps"));
+    }
+    case DiagnosisKind::zeroed_inside_window: {
+      const std::string zeroing = calls_between_backwards(rank, w);
+      return "gradients are the last micro-batch's alone (norm ratio " + ratio +
+             "): they are zeroed inside the accumulation window" +
+             (zeroing.empty() ? std::string() : " (the loop calls " + zeroing + " every micro-step)") +
+             ", so " + std::to_string(judged.micro_steps - 1) + " of " + micro +
+             " micro-batches are lost. Fix: do not zero gradients between micro-batches; "
+             "engine.step() zeroes them at the boundary";
+    }
+    case DiagnosisKind::optimizer_every_micro_step:
+      return "the loop calls optimizer.step() itself after every micro-batch, bypassing "
+             "DeepSpeed's accumulation: each optimizer step sees one micro-batch divided by " +
+             g + " (gradient_accumulation_steps), " + g +
+             " steps per intended one. Fix: call engine.step() after every engine.backward() "
+             "and let the engine step the optimizer at the boundary";
+    case DiagnosisKind::step_once_per_window:
+      return "the accumulation boundary came after " + micro + " micro-batches, not " + g +
+             ": the loop calls engine.step() once per window (" +
+             std::to_string(count_calls(rank, w, "engine.step()")) + " calls for " + micro +
+             " backwards), but DeepSpeed counts every step() call as a micro-step. Fix: call "
+             "engine.step() after every engine.backward()";
+    case DiagnosisKind::per_micro_batch_token_normalisation:
+      return "each micro-batch's loss is the mean over its own tokens, so micro-batches with "
+             "few tokens weigh as much as those with many (norm ratio " + ratio +
+             "): the golden divides the window's summed loss by all " +
+             std::to_string(judged.items) +
+             " tokens of the window. Fix: sum the token losses and divide by the window's "
+             "token count (transformers' num_items_in_batch)";
+    default:
+      return "";
+  }
+}
+
+void find_lr_scheduler_stepped_by_loop(const RankRecording& rank, WatchJudgement& judgement) {
+  int64_t loop_steps = 0;
+  for (const std::string& call : rank.calls) loop_steps += call == "lr_scheduler.step()";
+  if (loop_steps == 0 || rank.windows.empty()) return;
+  const std::string text =
+      "the loop calls lr_scheduler.step() itself (" + std::to_string(loop_steps) + " times in " +
+      std::to_string(rank.windows.size()) +
+      " optimizer steps), and engine.step() steps the same scheduler at every boundary: the "
+      "schedule runs ahead. Fix: leave the scheduler to DeepSpeed, or pass it nowhere near "
+      "deepspeed.initialize and step it once per optimizer step";
+  if (!judgement.diagnosis) {
+    judgement.diagnosis = DiagnosisKind::lr_scheduler_stepped_every_micro_step;
+    judgement.explanation = text;
+  } else {
+    judgement.findings.push_back(text);
+  }
+}
+
+void find_batch(const RankRecording& rank, WatchJudgement& judgement) {
+  if (judgement.effective_batch == judgement.intended_batch) return;
+  const WatchedResolution& resolved = rank.resolved;
+  ResolvedBatch batch{resolved.train_batch_size, resolved.micro_batch_per_gpu,
+                      resolved.gradient_accumulation_steps, judgement.world_size, {}};
+  auto given = [&](const char* key) -> std::optional<int64_t> {
+    if (!rank.config.is_object() || !rank.config.contains(key) ||
+        !rank.config[key].is_number_integer()) {
+      return std::nullopt;
+    }
+    return rank.config[key].get<int64_t>();
+  };
+  batch.given = {given("train_batch_size"), given("train_micro_batch_size_per_gpu"),
+                 given("gradient_accumulation_steps")};
+  const bool no_accumulation = resolved.gradient_accumulation_steps == 1;
+  const std::string why =
+      no_accumulation ? (batch.given.gradient_accumulation_steps
+                             ? "gradient_accumulation_steps is 1"
+                             : "gradient_accumulation_steps is not set, so DeepSpeed uses 1")
+                      : "DeepSpeed resolved train_micro_batch_size_per_gpu=" +
+                            std::to_string(resolved.micro_batch_per_gpu) +
+                            " x gradient_accumulation_steps=" +
+                            std::to_string(resolved.gradient_accumulation_steps) +
+                            " x world_size=" + std::to_string(judgement.world_size);
+  const std::string text = "effective batch is " + std::to_string(judgement.effective_batch) +
+                           ", not " + std::to_string(judgement.intended_batch) + ": " + why +
+                           ". " + suggest_batch_fix(batch, judgement.intended_batch);
+  if (!judgement.diagnosis) {
+    judgement.diagnosis =
+        no_accumulation ? DiagnosisKind::no_accumulation : DiagnosisKind::effective_batch_differs;
+    judgement.explanation = text;
+  } else {
+    judgement.findings.push_back(text);
+  }
+}
+
+std::string why_gradients_not_judged(const std::vector<RankRecording>& ranks) {
+  const RankRecording& first = ranks.front();
+  if (static_cast<int64_t>(ranks.size()) != first.world_size) {
+    return "only " + std::to_string(ranks.size()) + " of " + std::to_string(first.world_size) +
+           " ranks recorded a watched step";
+  }
+  for (const RankRecording& rank : ranks) {
+    if (!rank.golden_not_computed.empty()) {
+      return "the golden could not be computed on rank " + std::to_string(rank.rank) + ": " +
+             rank.golden_not_computed;
+    }
+  }
+  if (first.resolved.dtype != "float32") {
+    return "the model trains in " + first.resolved.dtype +
+           ": low precision is judged against a precision twin in scenarios, which watch does "
+           "not compute yet";
+  }
+  return "";
+}
+
+}  // namespace
+
+WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
+                             std::optional<int64_t> intended_batch) {
+  WatchJudgement judgement;
+  const RankRecording& first = ranks.front();
+  judgement.world_size = first.world_size;
+  judgement.gradient_accumulation_steps = first.resolved.gradient_accumulation_steps;
+  size_t windows = first.windows.size();
+  for (const RankRecording& rank : ranks) windows = std::min(windows, rank.windows.size());
+  if (windows == 0) {
+    judgement.not_judged_reason =
+        "no optimizer step was watched: the script ended before its first one";
+    return judgement;
+  }
+  const int64_t micro_steps = static_cast<int64_t>(first.windows.front().micro_steps.size());
+  judgement.effective_batch = first.resolved.micro_batch_per_gpu * micro_steps * first.world_size;
+  judgement.intended_batch = intended_batch.value_or(first.resolved.train_batch_size);
+  judgement.not_judged_reason = why_gradients_not_judged(ranks);
+  judgement.judged = judgement.not_judged_reason.empty();
+
+  const int64_t gas = first.resolved.gradient_accumulation_steps;
+  const Tolerance tolerance = default_tolerance(EngineDtype::float32);
+  for (size_t w = 0; judgement.judged && w < windows; ++w) {
+    const WindowPieces pieces = pieces_of(ranks, w);
+    WatchedWindowJudgement window;
+    window.window = static_cast<int64_t>(w);
+    window.micro_steps = static_cast<int64_t>(first.windows[w].micro_steps.size());
+    window.items = pieces.items;
+    const Gradients& run = first.windows[w].run_gradients;
+    for (size_t p = 0; p < run.size(); ++p) {
+      window.gradients.push_back(
+          compare_tensors(first.parameter_names[p], run[p], pieces.golden[p], tolerance));
+      window.gradients_match = window.gradients_match && window.gradients.back().within_tolerance;
+    }
+    const double golden_norm = std::sqrt(squared_norm(pieces.golden));
+    const double run_norm = std::sqrt(squared_norm(run));
+    Gradients difference;
+    for (size_t p = 0; p < run.size(); ++p) difference.push_back(run[p] - pieces.golden[p]);
+    window.relative_error = std::sqrt(squared_norm(difference)) / std::max(golden_norm, 1e-300);
+    window.norm_ratio = run_norm / std::max(golden_norm, 1e-300);
+    window.cosine = dot(run, pieces.golden) / std::max(run_norm * golden_norm, 1e-300);
+    if (!window.gradients_match) {
+      std::optional<DiagnosisKind> best;
+      double best_error = kHypothesisMatch;
+      for (const Hypothesis& hypothesis : hypotheses_for(first, w, pieces, gas)) {
+        Gradients off;
+        for (size_t p = 0; p < run.size(); ++p) off.push_back(run[p] - hypothesis.predicted[p]);
+        const double error = std::sqrt(squared_norm(off) / std::max(squared_norm(hypothesis.predicted), 1e-300));
+        window.tested.push_back({hypothesis.kind, error});
+        if (error <= best_error && !best) {  // the first listed that matches: most specific
+          best = hypothesis.kind;
+          best_error = error;
+        }
+      }
+      if (!judgement.diagnosis && judgement.explanation.empty()) {
+        if (best) {
+          judgement.diagnosis = best;
+          judgement.explanation = explain(*best, first, w, window, gas);
+        } else {
+          judgement.explanation =
+              "window " + std::to_string(w) + "'s gradients differ from the golden's (norm ratio " +
+              format("%.4g", window.norm_ratio) + ", cosine " + format("%.6f", window.cosine) +
+              ") and no known mistake explains it";
+        }
+      }
+    }
+    judgement.windows.push_back(std::move(window));
+  }
+  find_lr_scheduler_stepped_by_loop(first, judgement);
+  find_batch(first, judgement);
+  return judgement;
+}
+
+}  // namespace trainrepro

@@ -1,0 +1,50 @@
+// Judges a watched script (watch_recording.h) as a scenario is judged: each watched window's
+// gradients against the golden, a float64 forward and backward over all of that window's
+// micro-batches on every rank at the window's start weights; a mismatch is explained by the
+// hypotheses of harness/verdict/diagnosis.h, each predicted from the same float64 pieces
+// (a loss divided twice, not at all, gradients zeroed inside the window, the optimizer stepped
+// by the loop, the token mean taken per micro-batch, the boundary reached once per window); and
+// the batch the loop trains with against the one the user intends. Plain data out.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/golden/tensor_comparison.h"
+#include "harness/scenario/expectation.h"
+#include "harness/verdict/diagnosis.h"
+#include "harness/watch/watch_recording.h"
+
+namespace trainrepro {
+
+struct WatchedWindowJudgement {
+  int64_t window = 0;
+  int64_t micro_steps = 0;  // on each rank
+  int64_t items = 0;        // counted targets, all ranks
+  bool gradients_match = true;
+  double relative_error = 0.0;  // ||run - golden|| / ||golden||, the whole model
+  double norm_ratio = 1.0;      // ||run|| / ||golden||
+  double cosine = 1.0;
+  std::vector<TensorComparison> gradients;
+  std::vector<HypothesisResult> tested;  // when it mismatched
+};
+
+struct WatchJudgement {
+  bool judged = false;
+  std::string not_judged_reason;  // why the gradients could not be judged
+  int64_t world_size = 1;
+  int64_t gradient_accumulation_steps = 1;
+  int64_t effective_batch = 0;  // samples per optimizer step the loop trained with
+  int64_t intended_batch = 0;
+  std::vector<WatchedWindowJudgement> windows;
+  // The first thing found: a named diagnosis, or (no kind) gradients no hypothesis explains.
+  std::optional<DiagnosisKind> diagnosis;
+  std::string explanation;            // in words, with the fix; empty when nothing was found
+  std::vector<std::string> findings;  // every other thing found, in words
+  bool found_something() const { return !explanation.empty(); }
+};
+
+WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
+                             std::optional<int64_t> intended_batch);
+
+}  // namespace trainrepro

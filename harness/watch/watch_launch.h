@@ -1,0 +1,30 @@
+// Runs the user's own training command under watch: the watch module (python/trainrepro_watch,
+// compiled in) is written into a private folder put first on PYTHONPATH, so every Python process
+// the command starts (torchrun's, deepspeed's, or plain python's ranks) imports it; the
+// recordings land in that folder too. Nothing is installed, and nothing of the user's is
+// written or changed.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "harness/distributed/rank_launcher.h"
+#include "harness/worker/private_folder.h"
+
+namespace trainrepro {
+
+struct WatchSettings {
+  std::vector<std::string> command;  // what the user would have typed: torchrun … train.py …
+  int64_t steps = 4;                 // optimizer steps watched (windows)
+  int timeout_seconds = 3600;        // the whole command's, killed with its process group after
+};
+
+struct WatchLaunch {
+  RankLaunch launch;              // the command's exit code, output, timeout, stop signal
+  std::string recordings_folder;  // rank<R>.json / .safetensors, inside `folder`
+  std::string output_file;        // everything the command printed
+};
+
+// Runs the command to its end. Throws std::runtime_error when it cannot start.
+WatchLaunch launch_watched(const WatchSettings& settings, const PrivateFolder& folder);
+
+}  // namespace trainrepro

@@ -1,0 +1,195 @@
+#include "harness/watch/watch_recording.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "harness/files/safetensors.h"
+
+namespace trainrepro {
+namespace {
+
+// One JSON object of a recording, with the file and pointer every error starts with.
+class Reader {
+ public:
+  Reader(const nlohmann::json& value, std::string file, std::string pointer)
+      : value_(value), file_(std::move(file)), pointer_(std::move(pointer)) {
+    if (!value_.is_object()) fail("", "an object", value_);
+  }
+  const nlohmann::json& at(const std::string& key) const {
+    const auto found = value_.find(key);
+    if (found == value_.end()) {
+      throw WatchRecordingError(file_ + ":" + pointer_ + "/" + key + ": missing");
+    }
+    return *found;
+  }
+  bool has(const std::string& key) const { return value_.contains(key); }
+  Reader object(const std::string& key) const { return Reader(at(key), file_, pointer_ + "/" + key); }
+  std::string text(const std::string& key) const {
+    const nlohmann::json& value = at(key);
+    if (!value.is_string()) fail(key, "a string", value);
+    return value.get<std::string>();
+  }
+  int64_t integer(const std::string& key, int64_t minimum) const {
+    const nlohmann::json& value = at(key);
+    if (!value.is_number_integer() || value.get<int64_t>() < minimum) {
+      fail(key, "an integer of at least " + std::to_string(minimum), value);
+    }
+    return value.get<int64_t>();
+  }
+  double number(const std::string& key) const {
+    const nlohmann::json& value = at(key);
+    if (!value.is_number()) fail(key, "a number", value);
+    return value.get<double>();
+  }
+  std::vector<std::string> texts(const std::string& key) const {
+    const nlohmann::json& value = at(key);
+    if (!value.is_array()) fail(key, "an array of strings", value);
+    std::vector<std::string> result;
+    for (const nlohmann::json& item : value) {
+      if (!item.is_string()) fail(key, "an array of strings", value);
+      result.push_back(item.get<std::string>());
+    }
+    return result;
+  }
+  std::vector<Reader> objects(const std::string& key) const {
+    const nlohmann::json& value = at(key);
+    if (!value.is_array()) fail(key, "an array of objects", value);
+    std::vector<Reader> result;
+    for (size_t i = 0; i < value.size(); ++i) {
+      result.emplace_back(value[i], file_, pointer_ + "/" + key + "/" + std::to_string(i));
+    }
+    return result;
+  }
+  [[noreturn]] void fail(const std::string& key, const std::string& expected,
+                         const nlohmann::json& found) const {
+    throw WatchRecordingError(file_ + ":" + pointer_ + (key.empty() ? "" : "/" + key) +
+                              ": expected " + expected + ", found " + found.dump());
+  }
+  const std::string& file() const { return file_; }
+
+ private:
+  const nlohmann::json& value_;
+  std::string file_;
+  std::string pointer_;
+};
+
+std::vector<at::Tensor> tensors_named(const SafetensorsFile& tensors, const std::string& prefix,
+                                      const std::vector<std::string>& names,
+                                      const std::string& file) {
+  std::vector<at::Tensor> result;
+  for (const std::string& name : names) {
+    const auto found = tensors.tensors.find(prefix + name);
+    if (found == tensors.tensors.end()) {
+      throw WatchRecordingError(file + ": no tensor \"" + prefix + name + "\"");
+    }
+    result.push_back(found->second);
+  }
+  return result;
+}
+
+RankRecording read_rank(const std::string& json_path) {
+  std::ifstream in(json_path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json document = nlohmann::json::parse(text.str(), nullptr, false);
+  if (document.is_discarded()) {
+    throw WatchRecordingError(json_path + ": not JSON (a watch that was killed while writing?)");
+  }
+  const Reader json(document, json_path, "");
+  if (json.text("format") != kWatchRecordingFormat ||
+      json.integer("version", 0) != kWatchRecordingFormatVersion) {
+    throw WatchRecordingError(json_path + ": not a " + kWatchRecordingFormat + " version " +
+                              std::to_string(kWatchRecordingFormatVersion) + " recording");
+  }
+  RankRecording rank;
+  rank.file = json_path;
+  rank.rank = json.integer("rank", 0);
+  rank.world_size = json.integer("world_size", 1);
+  if (json.has("failure")) {
+    rank.failure = json.text("failure");
+    rank.traceback = json.text("traceback");
+    return rank;
+  }
+  rank.ended = json.text("ended");
+  rank.steps_wanted = json.integer("steps_wanted", 1);
+  const Reader versions = json.object("versions");
+  rank.versions = {versions.text("deepspeed"), versions.text("torch"), versions.text("python")};
+  rank.config = json.at("config");
+  const Reader resolved = json.object("resolved");
+  rank.resolved.train_batch_size = resolved.integer("train_batch_size", 1);
+  rank.resolved.micro_batch_per_gpu = resolved.integer("train_micro_batch_size_per_gpu", 1);
+  rank.resolved.gradient_accumulation_steps = resolved.integer("gradient_accumulation_steps", 1);
+  rank.resolved.gradient_clipping = resolved.number("gradient_clipping");
+  rank.resolved.zero_stage = resolved.integer("zero_stage", 0);
+  rank.resolved.dtype = resolved.text("dtype");
+  rank.parameter_names = json.texts("parameter_names");
+  rank.calls = json.texts("calls");
+  rank.golden_not_computed = json.text("golden_not_computed");
+
+  const std::string tensors_path =
+      json_path.substr(0, json_path.size() - std::string(".json").size()) + ".safetensors";
+  const SafetensorsFile tensors = read_safetensors(tensors_path);
+  const std::vector<Reader> windows = json.objects("windows");
+  for (size_t w = 0; w < windows.size(); ++w) {
+    const Reader& entry = windows[w];
+    WatchedWindow window;
+    window.closed_by = entry.text("closed_by");
+    window.calls_at_close = entry.integer("calls_at_close", 0);
+    const std::string prefix = "window" + std::to_string(w) + "/";
+    window.run_gradients =
+        tensors_named(tensors, prefix + "run/", rank.parameter_names, tensors_path);
+    const std::vector<Reader> micro_steps = entry.objects("micro_steps");
+    for (size_t i = 0; i < micro_steps.size(); ++i) {
+      const Reader& recorded = micro_steps[i];
+      WatchedMicroStep micro;
+      micro.has_loss = !recorded.at("loss").is_null();
+      if (micro.has_loss) micro.loss = recorded.number("loss");
+      if (!recorded.at("loss_function").is_null()) {
+        micro.loss_function = recorded.object("loss_function").text("name");
+      }
+      if (recorded.has("items")) {
+        micro.items = recorded.integer("items", 0);
+        micro.loss_sum = recorded.number("loss_sum");
+        micro.summed_loss_gradients =
+            tensors_named(tensors, prefix + "micro" + std::to_string(i) + "/",
+                          rank.parameter_names, tensors_path);
+      }
+      window.micro_steps.push_back(std::move(micro));
+    }
+    window.calls_at_close = std::min<int64_t>(window.calls_at_close,
+                                              static_cast<int64_t>(rank.calls.size()));
+    rank.windows.push_back(std::move(window));
+  }
+  return rank;
+}
+
+}  // namespace
+
+std::vector<RankRecording> read_watch_recording(const std::string& folder) {
+  std::vector<RankRecording> ranks;
+  const std::regex rank_file("rank[0-9]+\\.json");
+  for (const auto& entry : std::filesystem::directory_iterator(folder)) {
+    if (!std::regex_match(entry.path().filename().string(), rank_file)) continue;
+    ranks.push_back(read_rank(entry.path().string()));
+  }
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankRecording& a, const RankRecording& b) { return a.rank < b.rank; });
+  for (const RankRecording& rank : ranks) {
+    if (rank.world_size != ranks.front().world_size) {
+      throw WatchRecordingError(rank.file + ":/world_size: " + std::to_string(rank.world_size) +
+                                ", while " + ranks.front().file + " says " +
+                                std::to_string(ranks.front().world_size));
+    }
+    if (rank.failure.empty() && ranks.front().failure.empty() &&
+        rank.parameter_names != ranks.front().parameter_names) {
+      throw WatchRecordingError(rank.file + ":/parameter_names: not those of " +
+                                ranks.front().file);
+    }
+  }
+  return ranks;
+}
+
+}  // namespace trainrepro

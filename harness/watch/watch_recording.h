@@ -1,0 +1,77 @@
+// What `trainrepro watch` recorded of the user's own script, rank by rank
+// (python/trainrepro_watch/trainrepro_watch.py writes rank<R>.json and rank<R>.safetensors into
+// the watch folder). Read strictly: a missing key, a wrong type or a tensor of another shape than
+// its parameter's is a WatchRecordingError naming the file and the JSON pointer, never a guess.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <ATen/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/worker/worker_trace.h"
+
+namespace trainrepro {
+
+inline constexpr const char* kWatchRecordingFormat = "trainrepro-watch";
+inline constexpr int kWatchRecordingFormatVersion = 1;
+
+struct WatchedMicroStep {
+  bool has_loss = false;  // the loop passed a loss to backward
+  double loss = 0.0;      // that loss, as the loop scaled it
+  std::string loss_function;  // "cross_entropy", "mse_loss"; empty: none seen on the outputs
+  // The golden's piece, at the window's start weights in float64: the summed loss over the
+  // micro-batch's items (targets counted, ignore_index left out) and its gradient. Absent
+  // (items 0, no tensors) when the golden could not be computed.
+  int64_t items = 0;
+  double loss_sum = 0.0;
+  std::vector<at::Tensor> summed_loss_gradients;
+};
+
+struct WatchedWindow {
+  std::vector<WatchedMicroStep> micro_steps;
+  std::string closed_by;  // "engine.step()" or "optimizer.step()" (called by the loop itself)
+  int64_t calls_at_close = 0;  // how many of the rank's calls had happened when it closed
+  std::vector<at::Tensor> run_gradients;  // what the update used, before clipping, float64
+};
+
+struct WatchedResolution {  // what DeepSpeed resolved from the user's config
+  int64_t train_batch_size = 0;
+  int64_t micro_batch_per_gpu = 0;
+  int64_t gradient_accumulation_steps = 0;
+  double gradient_clipping = 0.0;
+  int64_t zero_stage = 0;
+  std::string dtype;  // the module's parameters: "float32", "bfloat16", "float16"
+};
+
+struct RankRecording {
+  std::string file;  // rank<R>.json, for messages
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  // The watch itself failed on this rank (the script trained on): why, and where.
+  std::string failure;
+  std::string traceback;
+  std::string ended;  // "" when every watched step was recorded; else why it stopped early
+  int64_t steps_wanted = 0;
+  WorkerVersions versions;
+  nlohmann::json config;  // the config DeepSpeed received, as it holds it
+  WatchedResolution resolved;
+  std::vector<std::string> parameter_names;
+  std::vector<std::string> calls;  // the loop's calls in order, during the watched steps
+  std::vector<WatchedWindow> windows;
+  std::string golden_not_computed;  // why the golden's pieces are missing; "" when present
+};
+
+class WatchRecordingError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Every rank<R>.json in `folder`, by rank (empty when no process created a DeepSpeed engine).
+// Throws WatchRecordingError for a file that is unreadable or inconsistent, and for ranks that
+// disagree on the world size or the parameters.
+std::vector<RankRecording> read_watch_recording(const std::string& folder);
+
+}  // namespace trainrepro

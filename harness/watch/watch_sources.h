@@ -1,0 +1,12 @@
+// The watch module compiled in (python/trainrepro_watch: sitecustomize.py, trainrepro_watch.py),
+// written into the watched command's private folder, so the binary needs no checkout beside it.
+#pragma once
+#include <vector>
+
+#include "harness/files/embedded_file.h"
+
+namespace trainrepro {
+
+const std::vector<EmbeddedFile>& watch_source_table();
+
+}  // namespace trainrepro

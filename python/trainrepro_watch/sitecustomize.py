@@ -1,0 +1,62 @@
+"""Started by `trainrepro watch`: every Python process of the watched command imports this at
+startup (its folder is first on PYTHONPATH), and it arranges for trainrepro_watch to wrap
+`deepspeed.initialize` as soon as the script imports deepspeed. Nothing else changes: the
+script's own files, its environment's packages and its output are left alone.
+
+A sitecustomize of the user's own environment is shadowed by this one, so it is run here, as
+Python would have run it.
+"""
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _run_the_users_sitecustomize():
+    others = [p for p in sys.path if os.path.abspath(p or ".") != _HERE]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", others)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+class _WrapDeepSpeedOnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: when `deepspeed` is being imported, lets the other finders find it
+    and wraps its loader so that trainrepro_watch patches the module once it has executed."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "deepspeed":
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _PatchingLoader(spec.loader)
+                return spec
+        return None
+
+
+class _PatchingLoader(importlib.abc.Loader):
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        import trainrepro_watch
+        trainrepro_watch.patch_deepspeed(module)
+
+    def __getattr__(self, name):  # get_resource_reader, is_package, …: the real loader's
+        return getattr(self._loader, name)
+
+
+if os.environ.get("TRAINREPRO_WATCH_DIR"):
+    sys.meta_path.insert(0, _WrapDeepSpeedOnImport())
+_run_the_users_sitecustomize()

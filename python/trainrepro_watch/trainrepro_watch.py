@@ -1,0 +1,440 @@
+"""What `trainrepro watch` records of the user's own training script, on each rank.
+
+sitecustomize.py calls patch_deepspeed() when the script imports deepspeed. From then on
+`deepspeed.initialize` returns the engine it always returns, but watched: for the first K
+optimizer steps (TRAINREPRO_WATCH_STEPS) each window (the micro-steps up to an optimizer step)
+records
+  - the weights at the window's start (the fp32 masters, full: DeepSpeed's own
+    safe_get_full_fp32_param at ZeRO 1-2),
+  - what each micro-step's forward received (tensors, and dicts, lists and tuples of them),
+  - the loss function the loop applied to the forward's outputs (torch.nn.functional's
+    cross_entropy or mse_loss, also through nn.CrossEntropyLoss / nn.MSELoss) and its target,
+  - the loss the loop passed to backward,
+  - the gradients DeepSpeed accumulated, at the boundary before the optimizer step (before
+    clipping; safe_get_full_grad at ZeRO 1-2),
+  - the order of the loop's calls (forward, backward, step, zero_grad, optimizer.step, the
+    scheduler's step, a direct loss.backward()).
+When a window closes, the golden's pieces are computed from the window's start weights in float64
+(torch.func.functional_call over the same module, nothing of the user's changed): for every
+micro-batch the gradient of its summed loss and its items (targets counted, ignore_index left
+out). trainrepro adds them up over micro-batches and ranks into the golden and the hypotheses
+(harness/watch/judge_watched.cpp).
+
+Written into TRAINREPRO_WATCH_DIR: rank<R>.json and rank<R>.safetensors (safetensors format,
+written here: the user's environment need not have the package), each atomically, when the K
+windows are recorded or the process exits.
+"""
+import atexit
+import functools
+import inspect
+import json
+import os
+import platform
+import struct
+import sys
+import traceback
+
+FORMAT = "trainrepro-watch"
+FORMAT_VERSION = 1
+
+_watchers = []          # the engines being watched in this process (one, normally)
+_loss_originals = {}    # torch.nn.functional name -> the function it had
+
+
+def _settings():
+    return {"dir": os.environ["TRAINREPRO_WATCH_DIR"],
+            "steps": int(os.environ.get("TRAINREPRO_WATCH_STEPS", "4"))}
+
+
+def patch_deepspeed(deepspeed):
+    """Wraps deepspeed.initialize (called once, when the script imports deepspeed)."""
+    original = deepspeed.initialize
+
+    @functools.wraps(original)
+    def initialize(*args, **kwargs):
+        result = original(*args, **kwargs)
+        try:
+            _watchers.append(Watcher(result, deepspeed))
+        except Exception as error:  # the user's training goes on; the verdict says why
+            _write_failure(f"trainrepro watch could not watch the engine: {error!r}",
+                           traceback.format_exc())
+        return result
+
+    deepspeed.initialize = initialize
+    patch_loss_functions()
+
+
+def patch_loss_functions():
+    import torch.nn.functional as F
+    if _loss_originals:
+        return
+    for name in ("cross_entropy", "mse_loss"):
+        original = getattr(F, name)
+        signature = inspect.signature(original)
+
+        def watched(*args, _name=name, _original=original, _signature=signature, **kwargs):
+            if _watchers:
+                try:
+                    bound = _signature.bind(*args, **kwargs)
+                    bound.apply_defaults()
+                    for watcher in _watchers:
+                        watcher.saw_loss_function(_name, dict(bound.arguments))
+                except TypeError:
+                    pass  # the call itself is wrong: torch's own error follows
+            return _original(*args, **kwargs)
+
+        functools.update_wrapper(watched, original)
+        _loss_originals[name] = original
+        setattr(F, name, watched)
+
+
+def _rank_and_world():
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+
+
+def _write_atomically(path, data):
+    with open(path + ".partial", "wb") as out:
+        out.write(data)
+    os.replace(path + ".partial", path)
+
+
+def _write_failure(reason, trace):
+    rank, world = _rank_and_world()
+    folder = _settings()["dir"]
+    _write_atomically(os.path.join(folder, f"rank{rank}.json"), json.dumps(
+        {"format": FORMAT, "version": FORMAT_VERSION, "rank": rank, "world_size": world,
+         "failure": reason, "traceback": trace}).encode())
+
+
+def _safetensors_bytes(tensors):
+    """The safetensors format: an 8-byte little-endian header size, the JSON header, the data."""
+    import numpy
+    header, chunks, offset = {}, [], 0
+    for name, tensor in tensors.items():
+        data = tensor.detach().to("cpu").contiguous().double().numpy().tobytes()
+        header[name] = {"dtype": "F64", "shape": list(tensor.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        chunks.append(data)
+        offset += len(data)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
+
+
+def _map_tensors(value, function):
+    import torch
+    if isinstance(value, torch.Tensor):
+        return function(value)
+    if isinstance(value, dict):
+        return type(value)((k, _map_tensors(v, function)) for k, v in value.items()) \
+            if type(value) is dict else {k: _map_tensors(v, function) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        mapped = [_map_tensors(v, function) for v in value]
+        return type(value)(mapped) if type(value) in (list, tuple) else mapped
+    return value
+
+
+def _tensors_in(value, path=()):
+    """(path, tensor) for every tensor in an output: a tensor, a dict (Hugging Face's ModelOutput
+    is one), a list or a tuple."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _tensors_in(item, path + (key,))
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            yield from _tensors_in(item, path + (index,))
+
+
+def _select(value, path):
+    for key in path:
+        value = value[key]
+    return value
+
+
+class Watcher:
+    def __init__(self, initialized, deepspeed):
+        import torch
+        self._torch = torch
+        self._deepspeed = deepspeed
+        engine, optimizer, _, scheduler = (tuple(initialized) + (None,) * 4)[:4]
+        self.engine = engine
+        self.rank, self.world_size = _rank_and_world()
+        settings = _settings()
+        self.folder, self.steps_wanted = settings["dir"], settings["steps"]
+        self.zero_stage = int(engine.zero_optimization_stage())
+        self.named = [(n, p) for n, p in engine.module.named_parameters() if p.requires_grad]
+        self.calls = []
+        self.windows = []
+        self.window = None
+        self.micro = None
+        self.inside = set()
+        self.finished = False
+        self.golden_not_computed = ""
+        if self.zero_stage == 3:
+            self.golden_not_computed = ("ZeRO stage 3 partitions the module's parameters: the "
+                                        "float64 copy of the model is not built there yet")
+        self._patch(engine, "forward", self._forward)
+        self._patch(engine, "backward", self._backward)
+        self._patch(engine, "step", self._engine_step)
+        self._patch(engine, "zero_grad", self._called("engine.zero_grad()"))
+        for seen in {id(o): o for o in (optimizer, engine.optimizer) if o is not None}.values():
+            self._patch(seen, "step", self._optimizer_step)
+            self._patch(seen, "zero_grad", self._called("optimizer.zero_grad()"))
+        for seen in {id(s): s for s in (scheduler, engine.lr_scheduler) if s is not None}.values():
+            self._patch(seen, "step", self._called("lr_scheduler.step()"))
+        self._tensor_backward = torch.Tensor.backward
+        watcher = self
+
+        def backward(tensor, *args, **kwargs):
+            if not watcher.finished and "engine.backward" not in watcher.inside:
+                watcher.calls.append("loss.backward()")
+                if watcher.micro is not None:
+                    watcher.micro["loss"] = float(tensor.detach().float())
+            return watcher._tensor_backward(tensor, *args, **kwargs)
+
+        torch.Tensor.backward = backward
+        atexit.register(self._write, "the script exited")
+
+    # --- the wrappers -----------------------------------------------------------------------
+
+    def _patch(self, owner, name, wrapper):
+        original = getattr(owner, name)
+        setattr(owner, name, functools.partial(wrapper, original))
+
+    def _called(self, call):
+        def wrapper(original, *args, **kwargs):
+            if not self.finished and not self.inside:
+                self.calls.append(call)
+            return original(*args, **kwargs)
+        return wrapper
+
+    def _forward(self, original, *args, **kwargs):
+        recording = (not self.finished and self._torch.is_grad_enabled()
+                     and "forward" not in self.inside)
+        if recording:
+            if self.window is None:
+                self.window = {"start": self._full_weights(), "micro_steps": []}
+            self.calls.append("forward")
+            clone = lambda t: t.detach().clone()  # noqa: E731
+            self.micro = {"args": _map_tensors(args, clone), "kwargs": _map_tensors(kwargs, clone),
+                          "loss_function": None, "loss": None}
+            self.window["micro_steps"].append(self.micro)
+        self.inside.add("forward")
+        try:
+            outputs = original(*args, **kwargs)
+        finally:
+            self.inside.discard("forward")
+        if recording:
+            self.micro["outputs"] = outputs
+        return outputs
+
+    def saw_loss_function(self, name, arguments):
+        """A torch.nn.functional loss was called: the loop's loss when its input is (a view of)
+        a tensor the current micro-step's forward returned, and the first such call."""
+        micro = self.micro
+        if self.finished or micro is None or micro["loss_function"] is not None:
+            return
+        source = arguments.get("input")
+        if not isinstance(source, self._torch.Tensor) or "outputs" not in micro:
+            return
+        pointer = source.untyped_storage().data_ptr()
+        for path, tensor in _tensors_in(micro["outputs"]):
+            if tensor.untyped_storage().data_ptr() == pointer and tensor.numel() == source.numel():
+                micro["loss_function"] = {
+                    "name": name, "output": list(path), "input_shape": list(source.shape),
+                    "target": arguments["target"].detach().clone(),
+                    "reduction": arguments.get("reduction", "mean"),
+                    "ignore_index": arguments.get("ignore_index", -100),
+                    "label_smoothing": float(arguments.get("label_smoothing", 0.0) or 0.0),
+                    "weighted": arguments.get("weight") is not None}
+                return
+
+    def _backward(self, original, loss, *args, **kwargs):
+        if not self.finished:
+            self.calls.append("engine.backward()")
+            if self.micro is not None:
+                self.micro["loss"] = float(loss.detach().float())
+        self.inside.add("engine.backward")
+        try:
+            return original(loss, *args, **kwargs)
+        finally:
+            self.inside.discard("engine.backward")
+
+    def _engine_step(self, original, *args, **kwargs):
+        if self.finished:
+            return original(*args, **kwargs)
+        self.calls.append("engine.step()")
+        boundary = self.engine.is_gradient_accumulation_boundary()
+        gradients = self._full_gradients() if boundary and self.window is not None else None
+        self.inside.add("engine.step")
+        try:
+            result = original(*args, **kwargs)
+        finally:
+            self.inside.discard("engine.step")
+        if gradients is not None:
+            self._close_window(gradients, "engine.step()")
+        return result
+
+    def _optimizer_step(self, original, *args, **kwargs):
+        if self.finished or self.inside:  # the engine's own step, or after the watched steps
+            return original(*args, **kwargs)
+        self.calls.append("optimizer.step()")
+        gradients = self._full_gradients() if self.window is not None else None
+        result = original(*args, **kwargs)
+        if gradients is not None:
+            self._close_window(gradients, "optimizer.step()")
+        return result
+
+    # --- what is recorded -------------------------------------------------------------------
+
+    def _full_weights(self):
+        from deepspeed.utils import safe_get_full_fp32_param
+        with self._torch.no_grad():
+            if self.zero_stage == 0:  # fp32 trains the module's own; bf16/fp16 a master copy
+                return [(p if p.dtype == self._torch.float32 else safe_get_full_fp32_param(p))
+                        .detach().double().clone() for _, p in self.named]
+            if self.zero_stage == 3:
+                return None
+            return [safe_get_full_fp32_param(p).double().clone() for _, p in self.named]
+
+    def _full_gradients(self):
+        """What the update will use, before clipping: p.grad at stage 0 (divided by a mixed
+        precision wrapper's loss scale, as its step does), DeepSpeed's assembled gradient at
+        ZeRO 1-3."""
+        from deepspeed.utils import safe_get_full_grad
+        scale = float(getattr(self.engine.optimizer, "cur_scale", 1.0) or 1.0)
+        gradients = []
+        for _, p in self.named:
+            g = p.grad / scale if self.zero_stage == 0 and p.grad is not None else (
+                None if self.zero_stage == 0 else safe_get_full_grad(p))
+            gradients.append(self._torch.zeros(p.ds_shape if hasattr(p, "ds_shape") else p.shape,
+                                               dtype=self._torch.float64)
+                             if g is None else g.detach().double().clone())
+        return gradients
+
+    def _close_window(self, gradients, closed_by):
+        window, self.window, self.micro = self.window, None, None
+        window["run_gradients"] = gradients
+        window["closed_by"] = closed_by
+        window["calls_at_close"] = len(self.calls)
+        for micro in window["micro_steps"]:
+            micro.pop("outputs", None)
+        self.windows.append(window)
+        if len(self.windows) >= self.steps_wanted:
+            self._write("")
+
+    def _golden_pieces(self, window):
+        """Per micro-step: the float64 gradient of its summed loss at the window's start weights,
+        its items and its summed loss. Raises ValueError saying why it cannot be computed."""
+        torch = self._torch
+        from torch.func import functional_call
+        module = self.engine.module
+        names = [n for n, _ in self.named]
+        weights = {n: w.clone().requires_grad_(True) for n, w in zip(names, window["start"])}
+        values = dict(weights)
+        for name, p in module.named_parameters():
+            if name not in values:
+                values[name] = p.detach().double()
+        for name, b in module.named_buffers():
+            values[name] = b.detach().double() if b.is_floating_point() else b.detach()
+        to64 = lambda t: t.double() if t.is_floating_point() else t  # noqa: E731
+        pieces = []
+        for i, micro in enumerate(window["micro_steps"]):
+            loss = micro["loss_function"]
+            if loss is None:
+                raise ValueError(
+                    f"micro-step {i}'s loss was not computed by torch.nn.functional's "
+                    "cross_entropy or mse_loss (or nn.CrossEntropyLoss / nn.MSELoss) on the "
+                    "outputs of engine(...)")
+            if loss["weighted"] or loss["label_smoothing"]:
+                raise ValueError(f"micro-step {i}'s {loss['name']} has class weights or label "
+                                 "smoothing, which the golden does not follow yet")
+            with torch.enable_grad():
+                outputs = functional_call(module, values, _map_tensors(micro["args"], to64),
+                                          _map_tensors(micro["kwargs"], to64))
+                source = _select(outputs, loss["output"]).reshape(loss["input_shape"])
+                if source.dtype != torch.float64:
+                    raise ValueError(f"the model's output {loss['output']} is "
+                                     f"{source.dtype}, not float64, with float64 weights and "
+                                     "inputs: the model casts inside its forward")
+                target = loss["target"]
+                if loss["name"] == "cross_entropy":
+                    original = _loss_originals["cross_entropy"]
+                    if target.is_floating_point():  # class probabilities: one item per row
+                        summed = original(source, target.double(), reduction="sum")
+                        items = target.shape[0]
+                    else:
+                        summed = original(source, target, reduction="sum",
+                                          ignore_index=loss["ignore_index"])
+                        items = int((target != loss["ignore_index"]).sum())
+                else:
+                    summed = ((source - target.double()) ** 2).sum()
+                    items = source.numel()
+                grads = torch.autograd.grad(summed, [weights[n] for n in names],
+                                            allow_unused=True)
+            pieces.append({"items": items, "loss_sum": float(summed.detach()),
+                           "gradients": [torch.zeros_like(weights[n]) if g is None else g.detach()
+                                         for n, g in zip(names, grads)]})
+        return pieces
+
+    def _write(self, ended):
+        if self.finished:
+            return
+        self.finished = True
+        self._torch.Tensor.backward = self._tensor_backward
+        tensors, windows = {}, []
+        golden_error = self.golden_not_computed
+        for w, window in enumerate(self.windows):
+            names = [n for n, _ in self.named]
+            for name, g in zip(names, window["run_gradients"]):
+                tensors[f"window{w}/run/{name}"] = g
+            pieces = []
+            if not golden_error:
+                try:
+                    pieces = self._golden_pieces(window)
+                except Exception as error:  # noqa: BLE001: the verdict says why, the run goes on
+                    golden_error = f"window {w}: {error}"
+            micro_steps = []
+            for i, micro in enumerate(window["micro_steps"]):
+                entry = {"loss": micro["loss"],
+                         "loss_function": None if micro["loss_function"] is None else {
+                             k: v for k, v in micro["loss_function"].items() if k != "target"}}
+                if i < len(pieces):
+                    entry.update(items=pieces[i]["items"], loss_sum=pieces[i]["loss_sum"])
+                    for name, g in zip(names, pieces[i]["gradients"]):
+                        tensors[f"window{w}/micro{i}/{name}"] = g
+                micro_steps.append(entry)
+            windows.append({"micro_steps": micro_steps, "closed_by": window["closed_by"],
+                            "calls_at_close": window["calls_at_close"]})
+        engine = self.engine
+        record = {
+            "format": FORMAT, "version": FORMAT_VERSION, "rank": self.rank,
+            "world_size": self.world_size, "ended": ended,
+            "versions": {"deepspeed": self._deepspeed.__version__,
+                         "torch": self._torch.__version__.split("+")[0],
+                         "python": platform.python_version()},
+            "config": getattr(getattr(engine, "_config", None), "_param_dict", None),
+            "resolved": {"train_batch_size": engine.train_batch_size(),
+                         "train_micro_batch_size_per_gpu":
+                             engine.train_micro_batch_size_per_gpu(),
+                         "gradient_accumulation_steps": engine.gradient_accumulation_steps(),
+                         "gradient_clipping": float(engine.gradient_clipping() or 0.0),
+                         "zero_stage": self.zero_stage,
+                         "dtype": str(next(engine.module.parameters()).dtype).replace(
+                             "torch.", "")},
+            "parameter_names": [n for n, _ in self.named],
+            "calls": self.calls,
+            "windows": windows,
+            "golden_not_computed": golden_error,
+            "steps_wanted": self.steps_wanted,
+        }
+        prefix = os.path.join(self.folder, f"rank{self.rank}")
+        _write_atomically(prefix + ".safetensors", _safetensors_bytes(tensors))
+        _write_atomically(prefix + ".json", json.dumps(record).encode())
+        self.windows = []

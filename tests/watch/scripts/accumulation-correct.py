@@ -1,0 +1,18 @@
+"""The loop as DeepSpeed documents it: engine(x), engine.backward(loss), engine.step() after
+every backward; DeepSpeed divides by gradient_accumulation_steps and steps at the boundary."""
+import deepspeed
+import torch.nn.functional as F
+
+import common
+
+args = common.arguments()
+model = common.model()
+engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                               config=common.ds_config(args))
+rank, world_size = common.rank_and_world()
+for step, (x, y) in enumerate(common.batches(args, rank, world_size)):
+    if engine.global_steps >= args.steps:
+        break
+    loss = F.cross_entropy(engine(x), y)
+    engine.backward(loss)
+    engine.step()

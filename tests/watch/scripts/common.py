@@ -1,0 +1,63 @@
+"""What the watched scripts share, as a user's project shares its model and data files: a small
+classifier, a synthetic dataset, and the command line every script takes.
+
+Each script is a real DeepSpeed training loop written against DeepSpeed's public API (nothing of
+trainrepro's): `python SCRIPT [--gas N] [--micro-batch N] [--steps N]`, or under torchrun /
+`python -m torch.distributed.run --nproc_per_node 2 SCRIPT`.
+"""
+import argparse
+import os
+
+import torch
+
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+
+
+def arguments():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--gas", type=int, default=4)
+    parser.add_argument("--micro-batch", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--no-gas-in-config", action="store_true")
+    return parser.parse_args()
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self, features=16, hidden=32, classes=4):
+        super().__init__()
+        self.hidden = torch.nn.Linear(features, hidden)
+        self.out = torch.nn.Linear(hidden, classes)
+
+    def forward(self, x):
+        return self.out(torch.tanh(self.hidden(x)))
+
+
+def model():
+    torch.manual_seed(0)
+    return Classifier()
+
+
+def ds_config(args, **extra):
+    config = {"train_micro_batch_size_per_gpu": args.micro_batch,
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
+              "gradient_clipping": 0.0}
+    if not args.no_gas_in_config:
+        config["gradient_accumulation_steps"] = args.gas
+    config.update(extra)
+    return config
+
+
+def batches(args, rank, world_size):
+    """This rank's micro-batches, as a DistributedSampler would deal them."""
+    generator = torch.Generator().manual_seed(1234)
+    count = (args.steps + 1) * args.gas * args.micro_batch * world_size
+    x = torch.randn(count, 16, generator=generator)
+    y = torch.randint(0, 4, (count,), generator=generator)
+    mb = args.micro_batch
+    for first in range(rank * mb, count - mb + 1, world_size * mb):
+        yield x[first:first + mb], y[first:first + mb]
+
+
+def rank_and_world():
+    import torch.distributed as dist
+    return dist.get_rank(), dist.get_world_size()
