@@ -64,6 +64,7 @@ int run_scenarios(const RunArgs& args);
 struct WatchArgs {
   std::vector<std::string> command;
   int64_t steps = 4;                      // optimizer steps judged
+  int64_t memory_steps = 40;              // optimizer steps memory is sampled at (0: none)
   std::optional<int64_t> intended_batch;  // empty: what DeepSpeed resolved
   std::string results_file;               // empty: none written
   int timeout_seconds = 3600;

@@ -207,6 +207,10 @@ int main(int argc, char** argv) {
       ->required();
   watch->add_option("--steps", watch_args.steps, "optimizer steps judged (4)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  watch->add_option("--memory-steps", watch_args.memory_steps,
+                    "optimizer steps at whose boundaries memory is sampled and judged for leaks "
+                    "(40; 0: none; at least 13 to judge: 5 warm-up and a window of 8)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000}));
   watch->add_option("--intended-batch", watch_args.intended_batch,
                     "the batch (samples per optimizer step, all ranks) you mean to train with; "
                     "default: what DeepSpeed resolved from your config")

@@ -3,6 +3,7 @@
 // judges it (harness/watch/judge_watched.h) and reports it.
 #include <fstream>
 #include <iostream>
+#include <regex>
 #include <sstream>
 
 #include "harness/cli/commands.h"
@@ -23,6 +24,34 @@ std::string last_lines(const std::string& text, size_t count) {
   return text.substr(begin == 0 ? 0 : begin + 1);
 }
 
+// The lines that end the last Python traceback of a rank: its exception line and the few before
+// it ("[rank0]: RuntimeError: …"), not the launcher's own summary after it (torchrun's
+// ChildFailedError). The command's last lines when no exception line is found.
+std::string traceback_tail(const std::string& output) {
+  static const std::regex exception_line(
+      R"(^(\[rank[0-9]+\]:\s*)?[A-Za-z_][A-Za-z0-9_.]*(Error|Exception|Interrupt|Exit)(:.*)?$)");
+  std::vector<std::string> lines;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  for (size_t i = lines.size(); i-- > 0;) {
+    if (!std::regex_match(lines[i], exception_line) ||
+        lines[i].find("ChildFailedError") != std::string::npos) {
+      continue;
+    }
+    std::string tail;
+    for (size_t j = i >= 6 ? i - 6 : 0; j <= i; ++j) tail += lines[j] + "\n";
+    return tail;
+  }
+  return last_lines(output, 12);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 std::string indented(const std::string& text) {
   std::string result = "      ";
   for (char c : text) {
@@ -34,8 +63,7 @@ std::string indented(const std::string& text) {
 }
 
 void print_command_output(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::cout << in.rdbuf();
+  std::cout << read_file(path);
   std::cout.flush();
 }
 
@@ -47,7 +75,8 @@ int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchRep
           ? "the command did not finish within " + std::to_string(args.timeout_seconds) +
                 " s (--timeout) and was killed with its processes"
           : "the command ended with exit code " + std::to_string(launch.exit_code);
-  const std::string tail = "; its last lines:\n" + indented(last_lines(launch.output, 12));
+  const std::string tail =
+      "; its last lines:\n" + indented(traceback_tail(read_file(watched.output_file)));
   std::vector<RankRecording> ranks;
   try {
     ranks = read_watch_recording(watched.recordings_folder);
@@ -93,7 +122,7 @@ int run_watch(const WatchArgs& args) {
   PrivateFolder folder;
   WatchLaunch watched;
   try {
-    watched = launch_watched({args.command, args.steps, args.timeout_seconds}, folder);
+    watched = launch_watched({args.command, args.steps, args.memory_steps, args.timeout_seconds}, folder);
   } catch (const std::runtime_error& error) {
     std::cerr << "trainrepro watch: " << error.what() << "\n";
     return kExitBadInput;

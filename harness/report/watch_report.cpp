@@ -54,6 +54,13 @@ std::string watch_console_text(const WatchReport& report) {
             number("%.4g", window.norm_ratio) + ", cosine " + number("%.6f", window.cosine) +
             (window.gradients_match ? " (within tolerance)" : "") + "\n";
   }
+  if (!judged.memory.judged && !judged.memory.not_judged_reason.empty() && report.ranks > 0) {
+    text += "    " + judged.memory.not_judged_reason + "\n";
+  } else if (judged.memory.judged && judged.memory.diagnoses.empty()) {
+    text += "    memory: bounded over boundaries " + std::to_string(judged.memory.warmup_steps + 1) +
+            "…" + std::to_string(judged.memory.boundaries) + " (live tensors " +
+            format_bytes(judged.memory.tensor.bytes_per_step) + "/step, nothing survives a step)\n";
+  }
   if (!report.ended.empty()) text += "    watched fewer steps than asked: " + report.ended + "\n";
   return text;
 }
@@ -107,6 +114,21 @@ nlohmann::json watch_results_json(const WatchReport& report) {
                                                   : nlohmann::json(nullptr)},
           {"explanation", judged.explanation},
           {"findings", judged.findings},
+          {"memory",
+           {{"judged", judged.memory.judged},
+            {"not_judged_reason", judged.memory.not_judged_reason},
+            {"diagnoses", [&] {
+               nlohmann::json names = nlohmann::json::array();
+               for (DiagnosisKind kind : judged.memory.diagnoses) {
+                 names.push_back(spelling_of(kind, diagnosis_spellings()));
+               }
+               return names;
+             }()},
+            {"explanations", judged.memory.explanations},
+            {"tensor_bytes_per_step", judged.memory.tensor.bytes_per_step},
+            {"host_bytes_per_step", judged.memory.host.bytes_per_step},
+            {"autograd_nodes_per_step", judged.memory.autograd_nodes.bytes_per_step},
+            {"surviving", judged.memory.surviving}}},
           {"steps", windows}};
 }
 

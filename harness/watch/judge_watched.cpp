@@ -8,6 +8,7 @@
 
 #include "harness/json/json_fields.h"
 #include "harness/verdict/batch_fix.h"
+#include "harness/verdict/judge_memory.h"
 
 namespace trainrepro {
 namespace {
@@ -245,6 +246,29 @@ void find_batch(const RankRecording& rank, WatchJudgement& judgement) {
   }
 }
 
+// The scenario a watched script is judged as for memory: the default warm-up and window, a loop
+// whose habits are unknown (the explanation then names what the measurement shows).
+void judge_memory_of(const RankRecording& rank, WatchJudgement& judgement) {
+  if (!rank.has_memory) {
+    judgement.memory.not_judged_reason = "memory not watched (--memory-steps 0)";
+    return;
+  }
+  Scenario scenario;
+  scenario.memory = MemorySpec{};
+  Plan plan;
+  plan.device = Device::cpu;
+  judgement.memory = judge_memory(scenario, plan, rank.memory);
+  for (size_t i = 0; i < judgement.memory.diagnoses.size(); ++i) {
+    const std::string& text = judgement.memory.explanations[i];
+    if (!judgement.found_something()) {
+      judgement.diagnosis = judgement.memory.diagnoses[i];
+      judgement.explanation = text;
+    } else if (judgement.explanation != text) {
+      judgement.findings.push_back(text);
+    }
+  }
+}
+
 std::string why_gradients_not_judged(const std::vector<RankRecording>& ranks) {
   const RankRecording& first = ranks.front();
   if (static_cast<int64_t>(ranks.size()) != first.world_size) {
@@ -336,6 +360,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
   }
   find_lr_scheduler_stepped_by_loop(first, judgement);
   find_batch(first, judgement);
+  judge_memory_of(first, judgement);
   return judgement;
 }
 

@@ -13,6 +13,7 @@
 #include "harness/golden/tensor_comparison.h"
 #include "harness/scenario/expectation.h"
 #include "harness/verdict/diagnosis.h"
+#include "harness/verdict/memory_judgement.h"
 #include "harness/watch/watch_recording.h"
 
 namespace trainrepro {
@@ -37,6 +38,9 @@ struct WatchJudgement {
   int64_t effective_batch = 0;  // samples per optimizer step the loop trained with
   int64_t intended_batch = 0;
   std::vector<WatchedWindowJudgement> windows;
+  // Rank 0's memory over the first M steps, judged as a scenario's with the default warm-up and
+  // window (not judged when no memory was watched, or too few steps).
+  MemoryJudgement memory;
   // The first thing found: a named diagnosis, or (no kind) gradients no hypothesis explains.
   std::optional<DiagnosisKind> diagnosis;
   std::string explanation;            // in words, with the fix; empty when nothing was found

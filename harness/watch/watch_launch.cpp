@@ -29,6 +29,7 @@ WatchLaunch launch_watched(const WatchSettings& settings, const PrivateFolder& f
   ::setenv("PYTHONPATH", path.c_str(), 1);
   ::setenv("TRAINREPRO_WATCH_DIR", recordings.string().c_str(), 1);
   ::setenv("TRAINREPRO_WATCH_STEPS", std::to_string(settings.steps).c_str(), 1);
+  ::setenv("TRAINREPRO_WATCH_MEMORY_STEPS", std::to_string(settings.memory_steps).c_str(), 1);
   WatchLaunch watched;
   watched.recordings_folder = recordings.string();
   watched.output_file = (root / "output.txt").string();

@@ -15,6 +15,7 @@ namespace trainrepro {
 struct WatchSettings {
   std::vector<std::string> command;  // what the user would have typed: torchrun … train.py …
   int64_t steps = 4;                 // optimizer steps watched (windows)
+  int64_t memory_steps = 40;         // optimizer steps whose boundaries memory is sampled at
   int timeout_seconds = 3600;        // the whole command's, killed with its process group after
 };
 

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "harness/files/safetensors.h"
+#include "harness/worker/worker_memory.h"
 
 namespace trainrepro {
 namespace {
@@ -90,14 +91,31 @@ std::vector<at::Tensor> tensors_named(const SafetensorsFile& tensors, const std:
   return result;
 }
 
-RankRecording read_rank(const std::string& json_path) {
-  std::ifstream in(json_path, std::ios::binary);
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
   const nlohmann::json document = nlohmann::json::parse(text.str(), nullptr, false);
   if (document.is_discarded()) {
-    throw WatchRecordingError(json_path + ": not JSON (a watch that was killed while writing?)");
+    throw WatchRecordingError(path + ": not JSON (a watch that was killed while writing?)");
   }
+  return document;
+}
+
+void read_rank_memory(const std::string& path, RankRecording& rank) {
+  if (!std::filesystem::exists(path)) return;
+  // No sample can be later than the step count a 64-bit run reaches; the census checks order.
+  constexpr int64_t kAnyStep = int64_t{1} << 40;
+  try {
+    read_worker_memory(read_json_file(path), path + ":", kAnyStep, rank.memory);
+  } catch (const WorkerTraceError& error) {
+    throw WatchRecordingError(error.what());
+  }
+  rank.has_memory = true;
+}
+
+RankRecording read_rank(const std::string& json_path) {
+  const nlohmann::json document = read_json_file(json_path);
   const Reader json(document, json_path, "");
   if (json.text("format") != kWatchRecordingFormat ||
       json.integer("version", 0) != kWatchRecordingFormatVersion) {
@@ -163,6 +181,9 @@ RankRecording read_rank(const std::string& json_path) {
                                               static_cast<int64_t>(rank.calls.size()));
     rank.windows.push_back(std::move(window));
   }
+  read_rank_memory(json_path.substr(0, json_path.size() - std::string(".json").size()) +
+                       ".memory.json",
+                   rank);
   return rank;
 }
 

@@ -11,6 +11,7 @@
 #include <ATen/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/loop/trace.h"
 #include "harness/worker/worker_trace.h"
 
 namespace trainrepro {
@@ -62,6 +63,10 @@ struct RankRecording {
   std::vector<std::string> calls;  // the loop's calls in order, during the watched steps
   std::vector<WatchedWindow> windows;
   std::string golden_not_computed;  // why the golden's pieces are missing; "" when present
+  // Memory at every boundary of the first M optimizer steps (rank<R>.memory.json), in the
+  // Trace fields the memory judge reads; has_memory false when the rank wrote none.
+  bool has_memory = false;
+  Trace memory;
 };
 
 class WatchRecordingError : public std::runtime_error {

@@ -20,9 +20,14 @@ micro-batch the gradient of its summed loss and its items (targets counted, igno
 out). trainrepro adds them up over micro-batches and ranks into the golden and the hypotheses
 (harness/watch/judge_watched.cpp).
 
+Memory, for the first M optimizer steps (TRAINREPRO_WATCH_MEMORY_STEPS, 0: none): at every
+boundary the census of `run --engine deepspeed` (memory_census.py: the live tensors by birth step,
+the autograd nodes they keep, the host heap), the watch's own records left out.
+
 Written into TRAINREPRO_WATCH_DIR: rank<R>.json and rank<R>.safetensors (safetensors format,
-written here: the user's environment need not have the package), each atomically, when the K
-windows are recorded or the process exits.
+written here: the user's environment need not have the package) when the K windows are recorded
+or the process exits, and rank<R>.memory.json when the M steps are sampled or the process exits;
+each atomically.
 """
 import atexit
 import functools
@@ -43,7 +48,8 @@ _loss_originals = {}    # torch.nn.functional name -> the function it had
 
 def _settings():
     return {"dir": os.environ["TRAINREPRO_WATCH_DIR"],
-            "steps": int(os.environ.get("TRAINREPRO_WATCH_STEPS", "4"))}
+            "steps": int(os.environ.get("TRAINREPRO_WATCH_STEPS", "4")),
+            "memory_steps": int(os.environ.get("TRAINREPRO_WATCH_MEMORY_STEPS", "0"))}
 
 
 def patch_deepspeed(deepspeed):
@@ -200,6 +206,12 @@ class Watcher:
 
         torch.Tensor.backward = backward
         atexit.register(self._write, "the script exited")
+        self.memory_steps = settings["memory_steps"]
+        self.census = None
+        if self.memory_steps > 0:
+            import memory_census
+            self.census = memory_census.MemoryCensus(self._own_tensors)
+            atexit.register(self._write_memory)
 
     # --- the wrappers -----------------------------------------------------------------------
 
@@ -215,16 +227,22 @@ class Watcher:
         return wrapper
 
     def _forward(self, original, *args, **kwargs):
+        # An evaluation is no training micro-step: under no_grad, in eval(), or (below) a
+        # forward no backward followed.
         recording = (not self.finished and self._torch.is_grad_enabled()
-                     and "forward" not in self.inside)
+                     and self.engine.module.training and "forward" not in self.inside)
         if recording:
-            if self.window is None:
-                self.window = {"start": self._full_weights(), "micro_steps": []}
-            self.calls.append("forward")
-            clone = lambda t: t.detach().clone()  # noqa: E731
-            self.micro = {"args": _map_tensors(args, clone), "kwargs": _map_tensors(kwargs, clone),
-                          "loss_function": None, "loss": None}
-            self.window["micro_steps"].append(self.micro)
+            with self._record():
+                if self.window is None:
+                    self.window = {"start": self._full_weights(), "micro_steps": []}
+                elif self.micro is not None and self.micro["loss"] is None:
+                    self.window["micro_steps"].remove(self.micro)
+                self.calls.append("forward")
+                clone = lambda t: t.detach().clone()  # noqa: E731
+                self.micro = {"args": _map_tensors(args, clone),
+                              "kwargs": _map_tensors(kwargs, clone),
+                              "loss_function": None, "loss": None}
+                self.window["micro_steps"].append(self.micro)
         self.inside.add("forward")
         try:
             outputs = original(*args, **kwargs)
@@ -266,12 +284,56 @@ class Watcher:
         finally:
             self.inside.discard("engine.backward")
 
+    def _own_tensors(self):
+        """The watch's records, never the training's memory."""
+        for window in self.windows + ([self.window] if self.window else []):
+            yield from window.get("start") or []
+            yield from window.get("run_gradients", [])
+            for micro in window["micro_steps"]:
+                for value in (micro["args"], micro["kwargs"]):
+                    yield from (t for _, t in _tensors_in(value))
+                if micro["loss_function"] is not None:
+                    yield micro["loss_function"]["target"]
+
+    def _record(self):
+        """What the watch keeps for itself is left out of the host heap the census reads."""
+        import contextlib
+        return self.census.record_of_harness() if self.census else contextlib.nullcontext()
+
+    def _sample_memory(self):
+        if self.census is None:
+            return
+        steps = int(self.engine.global_steps)
+        self.census.sample("boundary", int(self.engine.micro_steps), steps)
+        if steps >= self.memory_steps:
+            self._write_memory()
+
+    def _write_memory(self):
+        census, self.census = self.census, None
+        if census is None:
+            return
+        # Every census here runs inside the user's loop, where the tensors of the step in progress
+        # (its batch, outputs, loss) are alive by definition: only steps that ended before the
+        # last boundary can leave survivors, so the last boundary's sample is left out (the
+        # reference engine and `run --engine deepspeed` sample after those tensors are gone).
+        memory = census.result()
+        boundaries = [i for i, s in enumerate(memory["samples"]) if s["point"] == "boundary"]
+        if boundaries:
+            del memory["samples"][boundaries[-1]:]
+        path = os.path.join(self.folder, f"rank{self.rank}.memory.json")
+        _write_atomically(path, json.dumps(memory).encode())
+
     def _engine_step(self, original, *args, **kwargs):
         if self.finished:
-            return original(*args, **kwargs)
+            boundary = self.census is not None and self.engine.is_gradient_accumulation_boundary()
+            result = original(*args, **kwargs)
+            if boundary:
+                self._sample_memory()
+            return result
         self.calls.append("engine.step()")
         boundary = self.engine.is_gradient_accumulation_boundary()
-        gradients = self._full_gradients() if boundary and self.window is not None else None
+        with self._record():
+            gradients = self._full_gradients() if boundary and self.window is not None else None
         self.inside.add("engine.step")
         try:
             result = original(*args, **kwargs)
@@ -279,13 +341,16 @@ class Watcher:
             self.inside.discard("engine.step")
         if gradients is not None:
             self._close_window(gradients, "engine.step()")
+        if boundary:
+            self._sample_memory()
         return result
 
     def _optimizer_step(self, original, *args, **kwargs):
         if self.finished or self.inside:  # the engine's own step, or after the watched steps
             return original(*args, **kwargs)
         self.calls.append("optimizer.step()")
-        gradients = self._full_gradients() if self.window is not None else None
+        with self._record():
+            gradients = self._full_gradients() if self.window is not None else None
         result = original(*args, **kwargs)
         if gradients is not None:
             self._close_window(gradients, "optimizer.step()")
@@ -323,6 +388,7 @@ class Watcher:
         window["run_gradients"] = gradients
         window["closed_by"] = closed_by
         window["calls_at_close"] = len(self.calls)
+        window["micro_steps"] = [m for m in window["micro_steps"] if m["loss"] is not None]
         for micro in window["micro_steps"]:
             micro.pop("outputs", None)
         self.windows.append(window)

@@ -19,6 +19,8 @@ def arguments():
     parser.add_argument("--micro-batch", type=int, default=4)
     parser.add_argument("--steps", type=int, default=6)
     parser.add_argument("--no-gas-in-config", action="store_true")
+    parser.add_argument("--zero", type=int, default=0)
+    parser.add_argument("--scheduler", action="store_true", help="WarmupLR in the config")
     return parser.parse_args()
 
 
@@ -40,7 +42,10 @@ def model():
 def ds_config(args, **extra):
     config = {"train_micro_batch_size_per_gpu": args.micro_batch,
               "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
-              "gradient_clipping": 0.0}
+              "gradient_clipping": 0.0, "zero_optimization": {"stage": args.zero}}
+    if args.scheduler:
+        config["scheduler"] = {"type": "WarmupLR",
+                               "params": {"warmup_num_steps": 10, "warmup_max_lr": 1e-3}}
     if not args.no_gas_in_config:
         config["gradient_accumulation_steps"] = args.gas
     config.update(extra)
@@ -61,3 +66,34 @@ def batches(args, rank, world_size):
 def rank_and_world():
     import torch.distributed as dist
     return dist.get_rank(), dist.get_world_size()
+
+
+class Tagger(torch.nn.Module):
+    """A token tagger: a class per token of each sequence."""
+
+    def __init__(self, features=8, hidden=16, classes=5):
+        super().__init__()
+        self.hidden = torch.nn.Linear(features, hidden)
+        self.out = torch.nn.Linear(hidden, classes)
+
+    def forward(self, tokens):
+        return self.out(torch.relu(self.hidden(tokens)))
+
+
+def tagger():
+    torch.manual_seed(0)
+    return Tagger()
+
+
+def token_batches(args, rank, world_size, length=6):
+    """Sequences padded to `length`, their padding labelled -100: micro-batches hold different
+    numbers of real tokens, as a language model's do."""
+    generator = torch.Generator().manual_seed(99)
+    count = (args.steps + 1) * args.gas * args.micro_batch * world_size
+    x = torch.randn(count, length, 8, generator=generator)
+    y = torch.randint(0, 5, (count, length), generator=generator)
+    real = torch.randint(1, length + 1, (count,), generator=generator)
+    y[torch.arange(length)[None, :] >= real[:, None]] = -100
+    mb = args.micro_batch
+    for first in range(rank * mb, count - mb + 1, world_size * mb):
+        yield x[first:first + mb], y[first:first + mb]
