@@ -28,6 +28,9 @@ enum class DiagnosisKind {
   // every micro-batch on 1/GAS of its gradient (the Trainer's division, never undone)
   trainer_boundary_ignored,
   per_micro_batch_token_normalisation,
+  // The token loss divided by every label, each row's first included, which a causal LM never
+  // predicts (judged by `watch` from the labels its forward received)
+  labels_counted_but_not_predicted,
   reentrant_checkpoint_without_input_grad,  // a checkpointed block fed no input with history
   backward_in_evaluation,  // evaluation's gradients land in the next training step
   training_diverged,       // the run's loss, gradients or parameters became NaN or Inf

@@ -58,8 +58,10 @@ struct WindowPieces {
   Gradients golden;       // sum over every item of the window / the items: the intended loss
   Gradients per_micro;    // (1/R) sum over ranks and micro-steps of each micro-batch's mean
   Gradients last_micro;   // (1/R) sum over ranks of the last micro-batch's mean
+  Gradients first_rank_last_micro;  // rank 0's last micro-batch's mean alone
   int64_t items = 0;
   bool items_vary = false;  // micro-batches of different item counts (tokens)
+  int64_t labels_counted = 0;  // the forwards' labels not -100 (Hugging Face); 0 when none
 };
 
 WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
@@ -68,18 +70,23 @@ WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
   pieces.golden = zeros_like(ranks.front().windows[w].run_gradients);
   pieces.per_micro = zeros_like(pieces.golden);
   pieces.last_micro = zeros_like(pieces.golden);
+  pieces.first_rank_last_micro = zeros_like(pieces.golden);
   const int64_t first_items = ranks.front().windows[w].micro_steps.front().items;
   for (const RankRecording& rank : ranks) {
     const std::vector<WatchedMicroStep>& micro_steps = rank.windows[w].micro_steps;
     for (size_t i = 0; i < micro_steps.size(); ++i) {
       const WatchedMicroStep& micro = micro_steps[i];
       pieces.items += micro.items;
+      pieces.labels_counted += std::max<int64_t>(micro.labels_counted, 0);
       pieces.items_vary = pieces.items_vary || micro.items != first_items;
       add_scaled(pieces.golden, micro.summed_loss_gradients, 1.0);
       const double mean = 1.0 / static_cast<double>(std::max<int64_t>(micro.items, 1));
       add_scaled(pieces.per_micro, micro.summed_loss_gradients, mean / world);
       if (i + 1 == micro_steps.size()) {
         add_scaled(pieces.last_micro, micro.summed_loss_gradients, mean / world);
+        if (&rank == &ranks.front()) {
+          add_scaled(pieces.first_rank_last_micro, micro.summed_loss_gradients, mean);
+        }
       }
     }
   }
@@ -96,6 +103,7 @@ int64_t count_calls(const RankRecording& rank, size_t w, const std::string& call
 struct Hypothesis {
   DiagnosisKind kind;
   Gradients predicted;
+  std::string specifics = "";  // what this variant of the mistake adds to the explanation
 };
 
 // What each known mistake makes DeepSpeed's gradient for this window, from the same pieces.
@@ -112,6 +120,14 @@ std::vector<Hypothesis> hypotheses_for(const RankRecording& rank, size_t w,
   if (window.closed_by == "optimizer.step()") {
     hypotheses.push_back(
         {DiagnosisKind::optimizer_every_micro_step, scaled(pieces.last_micro, 1.0 / g)});
+    // DeepSpeed all-reduces at its own boundary, which engine.step() never advances to here.
+    if (rank.world_size > 1) {
+      hypotheses.push_back(
+          {DiagnosisKind::optimizer_every_micro_step, scaled(pieces.first_rank_last_micro, 1.0 / g),
+           ". Worse, the ranks never average their gradients (DeepSpeed all-reduces at its "
+           "accumulation boundary, which only engine.step() advances): each rank steps on its "
+           "own micro-batch and the ranks' models drift apart"});
+    }
   }
   if (micro_steps > 1) {
     hypotheses.push_back(
@@ -119,6 +135,11 @@ std::vector<Hypothesis> hypotheses_for(const RankRecording& rank, size_t w,
   }
   hypotheses.push_back({DiagnosisKind::loss_scaled_twice, scaled(pieces.per_micro, 1.0 / (g * g))});
   hypotheses.push_back({DiagnosisKind::loss_not_scaled, pieces.per_micro});
+  if (pieces.labels_counted > pieces.items) {
+    hypotheses.push_back({DiagnosisKind::labels_counted_but_not_predicted,
+                          scaled(pieces.golden, static_cast<double>(pieces.items) /
+                                                    static_cast<double>(pieces.labels_counted))});
+  }
   if (pieces.items_vary) {
     hypotheses.push_back(
         {DiagnosisKind::per_micro_batch_token_normalisation, scaled(pieces.per_micro, 1.0 / g)});
@@ -139,7 +160,7 @@ std::string calls_between_backwards(const RankRecording& rank, size_t w) {
 }
 
 std::string explain(DiagnosisKind kind, const RankRecording& rank, size_t w,
-                    const WatchedWindowJudgement& judged, int64_t gas) {
+                    const WatchedWindowJudgement& judged, int64_t gas, int64_t labels_counted) {
   const std::string g = std::to_string(gas);
   const std::string ratio = format("%.4g", judged.norm_ratio);
   const std::string micro = std::to_string(judged.micro_steps);
@@ -187,6 +208,18 @@ std::string explain(DiagnosisKind kind, const RankRecording& rank, size_t w,
              std::to_string(judged.items) +
              " tokens of the window. Fix: sum the token losses and divide by the window's "
              "token count (transformers' num_items_in_batch)";
+    case DiagnosisKind::labels_counted_but_not_predicted:
+      return "the token loss is divided by " + std::to_string(labels_counted) +
+             " labels, but the model predicts only " + std::to_string(judged.items) +
+             " of them (norm ratio " + ratio +
+             "): a causal language model predicts label i+1 from token i, so the first label "
+             "of every row is no target, yet it is counted. transformers' Trainer counts "
+             "num_items_in_batch over labels[..., 1:] only when the model's loss_type maps to "
+             "ForCausalLMLoss (transformers PR #46204); a model whose class name does not say "
+             "ForCausalLM (GPT2LMHeadModel) has loss_type None, is still trained with "
+             "ForCausalLMLoss, and is counted over every label. Fix: set "
+             "model.loss_type = \"ForCausalLM\" before building the Trainer, or count "
+             "labels[..., 1:] in your own compute_loss";
     default:
       return "";
   }
@@ -202,7 +235,7 @@ void find_lr_scheduler_stepped_by_loop(const RankRecording& rank, WatchJudgement
       " optimizer steps), and engine.step() steps the same scheduler at every boundary: the "
       "schedule runs ahead. Fix: leave the scheduler to DeepSpeed, or pass it nowhere near "
       "deepspeed.initialize and step it once per optimizer step";
-  if (!judgement.diagnosis) {
+  if (!judgement.found_something()) {
     judgement.diagnosis = DiagnosisKind::lr_scheduler_stepped_every_micro_step;
     judgement.explanation = text;
   } else {
@@ -237,7 +270,7 @@ void find_batch(const RankRecording& rank, WatchJudgement& judgement) {
   const std::string text = "effective batch is " + std::to_string(judgement.effective_batch) +
                            ", not " + std::to_string(judgement.intended_batch) + ": " + why +
                            ". " + suggest_batch_fix(batch, judgement.intended_batch);
-  if (!judgement.diagnosis) {
+  if (!judgement.found_something()) {
     judgement.diagnosis =
         no_accumulation ? DiagnosisKind::no_accumulation : DiagnosisKind::effective_batch_differs;
     judgement.explanation = text;
@@ -333,6 +366,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
     window.cosine = dot(run, pieces.golden) / std::max(run_norm * golden_norm, 1e-300);
     if (!window.gradients_match) {
       std::optional<DiagnosisKind> best;
+      std::string best_specifics;
       double best_error = kHypothesisMatch;
       for (const Hypothesis& hypothesis : hypotheses_for(first, w, pieces, gas)) {
         Gradients off;
@@ -341,13 +375,15 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
         window.tested.push_back({hypothesis.kind, error});
         if (error <= best_error && !best) {  // the first listed that matches: most specific
           best = hypothesis.kind;
+          best_specifics = hypothesis.specifics;
           best_error = error;
         }
       }
       if (!judgement.diagnosis && judgement.explanation.empty()) {
         if (best) {
           judgement.diagnosis = best;
-          judgement.explanation = explain(*best, first, w, window, gas);
+          judgement.explanation =
+              explain(*best, first, w, window, gas, pieces.labels_counted) + best_specifics;
         } else {
           judgement.explanation =
               "window " + std::to_string(w) + "'s gradients differ from the golden's (norm ratio " +

@@ -165,6 +165,9 @@ RankRecording read_rank(const std::string& json_path) {
       WatchedMicroStep micro;
       micro.has_loss = !recorded.at("loss").is_null();
       if (micro.has_loss) micro.loss = recorded.number("loss");
+      if (recorded.has("labels_counted") && !recorded.at("labels_counted").is_null()) {
+        micro.labels_counted = recorded.integer("labels_counted", 0);
+      }
       if (!recorded.at("loss_function").is_null()) {
         micro.loss_function = recorded.object("loss_function").text("name");
       }

@@ -23,6 +23,9 @@ struct WatchedMicroStep {
   bool has_loss = false;  // the loop passed a loss to backward
   double loss = 0.0;      // that loss, as the loop scaled it
   std::string loss_function;  // "cross_entropy", "mse_loss"; empty: none seen on the outputs
+  // The labels the forward received that are not -100 (a Hugging Face model's `labels`), as the
+  // Trainer counts them; -1 when the forward received no labels.
+  int64_t labels_counted = -1;
   // The golden's piece, at the window's start weights in float64: the summed loss over the
   // micro-batch's items (targets counted, ignore_index left out) and its gradient. Absent
   // (items 0, no tensors) when the golden could not be computed.

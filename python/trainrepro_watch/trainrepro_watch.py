@@ -157,6 +157,21 @@ def _tensors_in(value, path=()):
             yield from _tensors_in(item, path + (index,))
 
 
+def _json_safe(value):
+    """The config as JSON can hold it: accelerate writes "steps_per_print": float("inf"), and
+    JSON has no infinity (written as the string "inf"); other objects by their repr."""
+    import math
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
 def _select(value, path):
     for key in path:
         value = value[key]
@@ -181,6 +196,7 @@ class Watcher:
         self.micro = None
         self.inside = set()
         self.finished = False
+        self._pending_gradients = None
         self.golden_not_computed = ""
         if self.zero_stage == 3:
             self.golden_not_computed = ("ZeRO stage 3 partitions the module's parameters: the "
@@ -190,7 +206,13 @@ class Watcher:
         self._patch(engine, "step", self._engine_step)
         self._patch(engine, "zero_grad", self._called("engine.zero_grad()"))
         for seen in {id(o): o for o in (optimizer, engine.optimizer) if o is not None}.values():
-            self._patch(seen, "step", self._optimizer_step)
+            if isinstance(seen, torch.optim.Optimizer):
+                # Hooks, not a replaced step: an LR scheduler marks the step it wraps and warns
+                # when it is replaced.
+                seen.register_step_pre_hook(lambda *_: self._before_optimizer_step())
+                seen.register_step_post_hook(lambda *_: self._after_optimizer_step())
+            else:
+                self._patch(seen, "step", self._optimizer_step)
             self._patch(seen, "zero_grad", self._called("optimizer.zero_grad()"))
         for seen in {id(s): s for s in (scheduler, engine.lr_scheduler) if s is not None}.values():
             self._patch(seen, "step", self._called("lr_scheduler.step()"))
@@ -250,27 +272,39 @@ class Watcher:
             self.inside.discard("forward")
         if recording:
             self.micro["outputs"] = outputs
+            for name, arguments in self.micro.pop("calls_inside_forward", []):
+                if self.micro["loss_function"] is None:
+                    self._match_loss_function(self.micro, name, arguments)
         return outputs
 
     def saw_loss_function(self, name, arguments):
         """A torch.nn.functional loss was called: the loop's loss when its input is (a view of)
-        a tensor the current micro-step's forward returned, and the first such call."""
+        a tensor the current micro-step's forward returned, and the first such call. A call made
+        inside the forward (a Hugging Face model computing its own loss from `labels`) is
+        matched once the forward has returned its outputs."""
         micro = self.micro
         if self.finished or micro is None or micro["loss_function"] is not None:
             return
-        source = arguments.get("input")
-        if not isinstance(source, self._torch.Tensor) or "outputs" not in micro:
+        if not isinstance(arguments.get("input"), self._torch.Tensor):
             return
+        if "outputs" not in micro:
+            micro.setdefault("calls_inside_forward", []).append((name, arguments))
+            return
+        self._match_loss_function(micro, name, arguments)
+
+    def _match_loss_function(self, micro, name, arguments):
+        source = arguments["input"]
         pointer = source.untyped_storage().data_ptr()
         for path, tensor in _tensors_in(micro["outputs"]):
             if tensor.untyped_storage().data_ptr() == pointer and tensor.numel() == source.numel():
-                micro["loss_function"] = {
-                    "name": name, "output": list(path), "input_shape": list(source.shape),
-                    "target": arguments["target"].detach().clone(),
-                    "reduction": arguments.get("reduction", "mean"),
-                    "ignore_index": arguments.get("ignore_index", -100),
-                    "label_smoothing": float(arguments.get("label_smoothing", 0.0) or 0.0),
-                    "weighted": arguments.get("weight") is not None}
+                with self._record():
+                    micro["loss_function"] = {
+                        "name": name, "output": list(path), "input_shape": list(source.shape),
+                        "target": arguments["target"].detach().clone(),
+                        "reduction": arguments.get("reduction", "mean"),
+                        "ignore_index": arguments.get("ignore_index", -100),
+                        "label_smoothing": float(arguments.get("label_smoothing", 0.0) or 0.0),
+                        "weighted": arguments.get("weight") is not None}
                 return
 
     def _backward(self, original, loss, *args, **kwargs):
@@ -346,15 +380,25 @@ class Watcher:
         return result
 
     def _optimizer_step(self, original, *args, **kwargs):
+        self._before_optimizer_step()
+        result = original(*args, **kwargs)
+        self._after_optimizer_step()
+        return result
+
+    def _before_optimizer_step(self):
+        """The loop steps the optimizer itself (not inside engine.step()): the window ends."""
+        self._pending_gradients = None
         if self.finished or self.inside:  # the engine's own step, or after the watched steps
-            return original(*args, **kwargs)
+            return
         self.calls.append("optimizer.step()")
         with self._record():
-            gradients = self._full_gradients() if self.window is not None else None
-        result = original(*args, **kwargs)
+            if self.window is not None:
+                self._pending_gradients = self._full_gradients()
+
+    def _after_optimizer_step(self):
+        gradients, self._pending_gradients = self._pending_gradients, None
         if gradients is not None:
             self._close_window(gradients, "optimizer.step()")
-        return result
 
     # --- what is recorded -------------------------------------------------------------------
 
@@ -468,7 +512,12 @@ class Watcher:
                     golden_error = f"window {w}: {error}"
             micro_steps = []
             for i, micro in enumerate(window["micro_steps"]):
+                labels = micro["kwargs"].get("labels") if isinstance(micro["kwargs"], dict) \
+                    else None
                 entry = {"loss": micro["loss"],
+                         # Hugging Face's labels, as the Trainer counts them (num_items_in_batch)
+                         "labels_counted": int((labels != -100).sum())
+                         if isinstance(labels, self._torch.Tensor) else None,
                          "loss_function": None if micro["loss_function"] is None else {
                              k: v for k, v in micro["loss_function"].items() if k != "target"}}
                 if i < len(pieces):
@@ -485,7 +534,7 @@ class Watcher:
             "versions": {"deepspeed": self._deepspeed.__version__,
                          "torch": self._torch.__version__.split("+")[0],
                          "python": platform.python_version()},
-            "config": getattr(getattr(engine, "_config", None), "_param_dict", None),
+            "config": _json_safe(getattr(getattr(engine, "_config", None), "_param_dict", None)),
             "resolved": {"train_batch_size": engine.train_batch_size(),
                          "train_micro_batch_size_per_gpu":
                              engine.train_micro_batch_size_per_gpu(),

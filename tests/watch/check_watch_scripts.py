@@ -1,0 +1,159 @@
+"""`trainrepro watch` on real training scripts (issue 35): each script of scripts/ that has a loop
+bug gives the diagnosis cases.json names, and its fixed twin passes, at every rank count asked;
+and the bad inputs end as documented.
+
+Usage: check_watch_scripts.py TRAINREPRO [--ranks 1,2] [--only SCRIPT...] [--bad-inputs]
+The scripts run under `PYTHON -m torch.distributed.run --standalone --nproc_per_node N`, PYTHON
+being TRAINREPRO_DEEPSPEED_PYTHON, else tests/deepspeed_oracle/deepspeed_python when DeepSpeed
+0.19.8 is in trainrepro's cache (installed by `trainrepro run --engine deepspeed==0.19.8`), else
+exit 77 (CTest SKIP). Exit 0 when every case held, 1 otherwise (each failure printed with the
+watch's output).
+"""
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+SCRIPTS = HERE / "scripts"
+SKIP = 77
+
+
+def deepspeed_python():
+    given = os.environ.get("TRAINREPRO_DEEPSPEED_PYTHON")
+    if given:
+        return given
+    cache = pathlib.Path(os.environ.get("TRAINREPRO_CACHE") or pathlib.Path(
+        os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "trainrepro")
+    if (cache / "deepspeed-0.19.8" / ".trainrepro-complete").exists():
+        return str(ROOT / "tests" / "deepspeed_oracle" / "deepspeed_python")
+    return None
+
+
+def watch(trainrepro, python, script, ranks, args=(), watch_args=()):
+    """Runs one script under watch: (exit code, output, results JSON or None, seconds)."""
+    with tempfile.TemporaryDirectory() as folder:
+        results = os.path.join(folder, "watch.json")
+        command = [trainrepro, "watch", *watch_args, "--results", results, "--",
+                   python, "-m", "torch.distributed.run", "--standalone",
+                   "--nproc_per_node", str(ranks), str(SCRIPTS / script), *args]
+        started = time.monotonic()
+        done = subprocess.run(command, capture_output=True, text=True, cwd=folder,
+                              env=dict(os.environ, OMP_NUM_THREADS="1"))
+        seconds = time.monotonic() - started
+        verdict = json.load(open(results)) if os.path.exists(results) else None
+        return done.returncode, done.stdout + done.stderr, verdict, seconds
+
+
+def hf_trainer_python():
+    """The real Trainer stack's Python, or None when its cache is not installed."""
+    cache = pathlib.Path(os.environ.get("TRAINREPRO_CACHE") or pathlib.Path(
+        os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "trainrepro")
+    if (cache / "hf-trainer-1.15.0" / ".trainrepro-complete").exists():
+        return str(HERE / "hf_trainer_python")
+    return None
+
+
+def placeholders(values, ranks):
+    return [str(ranks * int(v.split("*")[1])) if v.startswith("WORLD*") else v for v in values]
+
+
+def check_case(trainrepro, python, case, ranks, failures):
+    args = placeholders(case.get("args", []), ranks)
+    watch_args = placeholders(case.get("watch", []), ranks)
+    runs = [(case["script"], args, watch_args, case["expect"]),
+            (case["twin"], placeholders(case.get("twin_args", case.get("args", [])), ranks),
+             placeholders(case.get("twin_watch", case.get("watch", [])), ranks), None)]
+    for script, script_args, options, expected in runs:
+        code, output, verdict, seconds = watch(trainrepro, python, script, ranks, script_args,
+                                               options)
+        found = verdict and verdict["diagnosis"]
+        memory = verdict["memory"]["diagnoses"] if verdict else []
+        if expected is None:
+            ok = code == 0 and verdict and verdict["outcome"] == "passed"
+            said = "passed" if ok else f"exit {code}, {found or 'no diagnosis'}"
+        else:
+            ok = code == 1 and (found == expected or expected in memory)
+            said = f"{found}" + (f" (memory: {', '.join(memory)})" if memory else "")
+        label = f"{script} {' '.join(script_args)}".strip()
+        print(f"{'ok  ' if ok else 'FAIL'} {ranks} rank{'s' if ranks > 1 else ''}  {label}: "
+              f"{said} ({seconds:.0f} s)", flush=True)
+        if not ok:
+            failures.append(f"{label} at {ranks} ranks: expected "
+                            f"{expected or 'a pass'}; the watch said:\n{output[-3000:]}")
+
+
+def check_bad_inputs(trainrepro, python, failures):
+    """The documented endings of scripts that cannot be watched or judged, and that nothing is
+    written beside the script."""
+    before = {p: p.stat().st_mtime_ns for p in SCRIPTS.rglob("*")}
+    cases = [
+        ("never-initializes.py", 3, "no DeepSpeed engine was created"),
+        ("raises-after-two-steps.py", 3, "ValueError: the data loader ran out of shards"),
+        ("casts-to-float32.py", 3, "the golden could not be computed"),
+    ]
+    for script, code_expected, text in cases:
+        code, output, verdict, seconds = watch(trainrepro, python, script, 1)
+        ok = code == code_expected and text in output and verdict is not None
+        if script == "raises-after-two-steps.py":  # what was recorded is still judged
+            ok = ok and verdict["outcome"] == "error" and len(verdict["steps"]) == 2 and all(
+                s["gradients_match"] for s in verdict["steps"])
+        print(f"{'ok  ' if ok else 'FAIL'} bad input {script}: exit {code} ({seconds:.0f} s)",
+              flush=True)
+        if not ok:
+            failures.append(f"{script}: expected exit {code_expected} and {text!r}; "
+                            f"got exit {code}:\n{output[-3000:]}")
+    code = subprocess.run([trainrepro, "watch"], capture_output=True, text=True).returncode
+    if code != 2:
+        failures.append(f"watch without a command: exit {code}, expected 2")
+    after = {p: p.stat().st_mtime_ns for p in SCRIPTS.rglob("*")}
+    if after != before:
+        failures.append("the watched scripts' folder changed: " + ", ".join(
+            str(p) for p in set(after) ^ set(before) or
+            [p for p in after if after[p] != before.get(p)]))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("trainrepro")
+    parser.add_argument("--ranks", default="1,2")
+    parser.add_argument("--only", nargs="*")
+    parser.add_argument("--bad-inputs", action="store_true")
+    options = parser.parse_args()
+    options.trainrepro = os.path.abspath(options.trainrepro)  # the watches run in temporary folders
+    python = deepspeed_python()
+    if python is None:
+        print("SKIP: no Python with DeepSpeed 0.19.8 (set TRAINREPRO_DEEPSPEED_PYTHON, or run "
+              "`trainrepro run --engine deepspeed==0.19.8` once to install it)")
+        return SKIP
+    cases = json.load(open(HERE / "cases.json"))["cases"]
+    if options.only is not None:
+        cases = [c for c in cases if c["script"] in options.only]
+    failures = []
+    for ranks in (int(r) for r in options.ranks.split(",")):
+        for case in cases:
+            if ranks not in case.get("ranks", [ranks]):
+                continue
+            case_python = python
+            if case.get("python") == "hf-trainer":
+                case_python = hf_trainer_python()
+                if case_python is None:
+                    print(f"skip {case['script']}: the Trainer stack is not installed "
+                          "(tests/deepspeed_oracle/install_hf_trainer.sh 1.15.0)")
+                    continue
+            check_case(options.trainrepro, case_python, case, ranks, failures)
+    if options.bad_inputs:
+        check_bad_inputs(options.trainrepro, python, failures)
+    for failure in failures:
+        print("\n" + failure)
+    print(f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
