@@ -1,0 +1,136 @@
+// The watch's judge on recordings built here from real float64 gradients (no DeepSpeed needed):
+// the golden and each hypothesis are the sums judge_watched.cpp forms from the micro-batches'
+// summed-loss gradients; a run that equals one of them is named, one that equals none is
+// unexplained, and a bad recording file is an error naming the file and the JSON pointer.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/watch/judge_watched.h"
+#include "harness/watch/watch_recording.h"
+
+namespace trainrepro {
+namespace {
+
+// One rank of a watched run: GAS micro-steps of `items` each, gradients from a seeded generator,
+// its run gradient what DeepSpeed makes of a loop whose loss per micro-batch is
+// mean * loop_factor (engine.backward dividing by GAS).
+std::vector<RankRecording> recorded(int64_t ranks, int64_t gas, double loop_factor,
+                                    std::vector<int64_t> items = {4, 4, 4, 4}) {
+  at::manual_seed(3);
+  std::vector<RankRecording> result;
+  std::vector<at::Tensor> averaged = {at::zeros({3, 2}, at::kDouble), at::zeros({2}, at::kDouble)};
+  for (int64_t r = 0; r < ranks; ++r) {
+    RankRecording rank;
+    rank.rank = r;
+    rank.world_size = ranks;
+    rank.parameter_names = {"layer.weight", "layer.bias"};
+    rank.resolved = {ranks * gas * 4, 4, gas, 0.0, 0, "float32"};
+    rank.config = {{"train_micro_batch_size_per_gpu", 4}, {"gradient_accumulation_steps", gas}};
+    WatchedWindow window;
+    window.closed_by = "engine.step()";
+    for (int64_t i = 0; i < gas; ++i) {
+      WatchedMicroStep micro;
+      micro.has_loss = true;
+      micro.items = items[static_cast<size_t>(i)];
+      micro.summed_loss_gradients = {at::randn({3, 2}, at::kDouble), at::randn({2}, at::kDouble)};
+      for (size_t p = 0; p < 2; ++p) {
+        averaged[p] = averaged[p] + micro.summed_loss_gradients[p] / micro.items * loop_factor /
+                                        static_cast<double>(gas * ranks);
+      }
+      window.micro_steps.push_back(micro);
+      rank.calls.insert(rank.calls.end(), {"forward", "engine.backward()", "engine.step()"});
+    }
+    window.calls_at_close = static_cast<int64_t>(rank.calls.size());
+    rank.windows.push_back(window);
+    result.push_back(rank);
+  }
+  for (RankRecording& rank : result) rank.windows[0].run_gradients = averaged;
+  return result;
+}
+
+TEST(JudgeWatched, ACorrectLoopPassesOnOneAndTwoRanks) {
+  for (int64_t ranks : {1, 2}) {
+    const WatchJudgement judged = judge_watched(recorded(ranks, 4, 1.0), std::nullopt);
+    ASSERT_TRUE(judged.judged) << judged.not_judged_reason;
+    EXPECT_FALSE(judged.found_something()) << judged.explanation;
+    EXPECT_EQ(judged.effective_batch, ranks * 16);
+  }
+}
+
+TEST(JudgeWatched, ALossDividedByTheLoopToIsScaledTwice) {
+  const WatchJudgement judged = judge_watched(recorded(2, 4, 1.0 / 4), std::nullopt);
+  ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
+  EXPECT_EQ(*judged.diagnosis, DiagnosisKind::loss_scaled_twice);
+  EXPECT_NEAR(judged.windows[0].norm_ratio, 0.25, 1e-12);
+}
+
+TEST(JudgeWatched, UnequalTokenCountsNameThePerMicroBatchMean) {
+  // Each micro-batch's own mean is the correct loop's loss: right only when the counts agree.
+  const WatchJudgement judged = judge_watched(recorded(1, 4, 1.0, {3, 9, 5, 1}), std::nullopt);
+  ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
+  EXPECT_EQ(*judged.diagnosis, DiagnosisKind::per_micro_batch_token_normalisation);
+}
+
+TEST(JudgeWatched, AGradientNoMistakeExplainsIsUnexplainedNotPassed) {
+  std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
+  ranks[0].windows[0].run_gradients[1] = ranks[0].windows[0].run_gradients[1] * 1.5;
+  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  EXPECT_TRUE(judged.found_something());
+  EXPECT_FALSE(judged.diagnosis.has_value());
+  // A batch finding is added to it, never put in its place.
+  const WatchJudgement with_batch = judge_watched(ranks, 64);
+  EXPECT_FALSE(with_batch.diagnosis.has_value());
+  ASSERT_EQ(with_batch.findings.size(), 1u);
+  EXPECT_NE(with_batch.findings[0].find("effective batch is 16, not 64"), std::string::npos);
+}
+
+TEST(JudgeWatched, AnIntendedBatchTheConfigMissesIsNoAccumulation) {
+  std::vector<RankRecording> ranks = recorded(1, 1, 1.0, {4});
+  ranks[0].config.erase("gradient_accumulation_steps");
+  const WatchJudgement judged = judge_watched(ranks, 16);
+  ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
+  EXPECT_EQ(*judged.diagnosis, DiagnosisKind::no_accumulation);
+  EXPECT_NE(judged.explanation.find("gradient_accumulation_steps is not set"), std::string::npos)
+      << judged.explanation;
+}
+
+TEST(JudgeWatched, NoGoldenOrLowPrecisionIsNotJudgedWithWhy) {
+  std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
+  ranks[0].resolved.dtype = "bfloat16";
+  EXPECT_FALSE(judge_watched(ranks, std::nullopt).judged);
+  ranks[0].golden_not_computed = "window 0: the model casts inside its forward";
+  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  EXPECT_NE(judged.not_judged_reason.find("casts inside its forward"), std::string::npos);
+}
+
+TEST(WatchRecording, ABadFileNamesItsPointer) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::temp_directory_path() /
+                          ("trainrepro-watch-recording-test-" + std::to_string(::getpid()));
+  fs::create_directories(folder);
+  std::ofstream(folder / "rank0.json")
+      << nlohmann::json{{"format", "trainrepro-watch"}, {"version", 1}, {"rank", 0},
+                        {"world_size", "two"}}
+             .dump();
+  try {
+    read_watch_recording(folder.string());
+    ADD_FAILURE() << "a world size that is a string was read";
+  } catch (const WatchRecordingError& error) {
+    EXPECT_NE(std::string(error.what()).find("rank0.json:/world_size: expected an integer"),
+              std::string::npos)
+        << error.what();
+  }
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  EXPECT_TRUE(read_watch_recording(folder.string()).empty());  // no engine was created
+  fs::remove_all(folder);
+}
+
+}  // namespace
+}  // namespace trainrepro
