@@ -32,6 +32,8 @@ struct NewScenarioArgs {
   int64_t world_size = 1;
   std::optional<int64_t> intended_batch;  // empty: the batch the config trains with
   int64_t steps = 4;
+  std::string description;         // empty: a line saying where the scenario came from
+  std::string expected_diagnosis;  // empty: "expect" is a pass
   bool force = false;        // replace an existing output file
   bool write_golden = true;  // compute the golden once the scenario is written
   std::string golden_dir = "golden";
@@ -68,6 +70,8 @@ struct WatchArgs {
   std::optional<int64_t> intended_batch;  // empty: what DeepSpeed resolved
   std::string results_file;               // empty: none written
   int timeout_seconds = 3600;
+  std::string save_scenario;              // empty: none; else the scenario file to write
+  std::string golden_dir = "golden";      // where the saved scenario's golden goes
 };
 int run_watch(const WatchArgs& args);
 

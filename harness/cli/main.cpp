@@ -217,6 +217,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   watch->add_option("--results", watch_args.results_file,
                     "write the verdict as JSON to FILE (atomically)");
+  watch->add_option("--save-scenario", watch_args.save_scenario,
+                    "write the watched run as a scenario FILE (config, model, samples beside it; "
+                    "its golden computed), the diagnosis as its expectation");
+  watch->add_option("--golden-dir", watch_args.golden_dir,
+                    "where --save-scenario's golden is written (default golden)");
   watch->add_option("--timeout", watch_args.timeout_seconds,
                     "seconds the command may run before it is killed with its processes (3600)")
       ->check(CLI::PositiveNumber);

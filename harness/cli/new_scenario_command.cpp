@@ -109,8 +109,10 @@ nlohmann::ordered_json build_scenario(const NewScenarioArgs& args, int64_t inten
   nlohmann::ordered_json scenario;
   scenario["name"] = args.name.empty() ? name_from_output(args.output) : args.name;
   scenario["description"] =
-      "Made by `trainrepro new` from " + fs::path(args.ds_config).filename().string() +
-      ": say here what this setup should show.";
+      args.description.empty()
+          ? "Made by `trainrepro new` from " + fs::path(args.ds_config).filename().string() +
+                ": say here what this setup should show."
+          : args.description;
   scenario["tags"] = {"user"};
   add_model_and_data(args, scenario);
   // Verbatim, in the user's key order (DeepSpeed's messages list keys in it too).
@@ -129,6 +131,9 @@ nlohmann::ordered_json build_scenario(const NewScenarioArgs& args, int64_t inten
   }
   scenario["golden"] = {{"train_batch_size", intended_batch}, {"steps", args.steps}};
   scenario["expect"] = {{"outcome", "pass"}};
+  if (!args.expected_diagnosis.empty()) {
+    scenario["expect"] = {{"outcome", "diagnosis"}, {"diagnosis", args.expected_diagnosis}};
+  }
   return scenario;
 }
 
@@ -264,8 +269,11 @@ int run_new_scenario(const NewScenarioArgs& args) {
               << "as a failure; to keep it as a reproduction of the refusal, set \"expect\" to "
               << refusal_expectation(*refusal) << ")\n";
   } else {
-    std::cout << "wrote " << args.output << " (expect: pass; to keep it as a bug reproduction, "
-              << "set \"expect\" to the diagnosis `run` names)\n";
+    std::cout << "wrote " << args.output
+              << (args.expected_diagnosis.empty()
+                      ? std::string(" (expect: pass; to keep it as a bug reproduction, set "
+                                    "\"expect\" to the diagnosis `run` names)\n")
+                      : " (expect: diagnosis " + args.expected_diagnosis + ")\n");
   }
   if (args.write_golden && std::holds_alternative<Plan>(resolve_plan(loaded, Device::cpu))) {
     GoldenArgs golden;

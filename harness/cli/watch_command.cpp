@@ -1,12 +1,14 @@
 // `trainrepro watch [options] -- COMMAND…`: runs the user's own training command unchanged with
 // the watch module on its path (harness/watch/watch_launch.h), reads what each rank recorded,
 // judges it (harness/watch/judge_watched.h) and reports it.
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <regex>
 #include <sstream>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/watch_save_scenario.h"
 #include "harness/files/atomic_write.h"
 #include "harness/report/watch_report.h"
 #include "harness/verdict/verdict.h"
@@ -68,7 +70,8 @@ void print_command_output(const std::string& path) {
 }
 
 // Fills the report from the ranks' recordings; returns the exit code.
-int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchReport& report) {
+int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchReport& report,
+                     std::vector<RankRecording>& ranks) {
   const RankLaunch& launch = watched.launch;
   const std::string command_ended =
       launch.timed_out
@@ -77,7 +80,6 @@ int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchRep
           : "the command ended with exit code " + std::to_string(launch.exit_code);
   const std::string tail =
       "; its last lines:\n" + indented(traceback_tail(read_file(watched.output_file)));
-  std::vector<RankRecording> ranks;
   try {
     ranks = read_watch_recording(watched.recordings_folder);
   } catch (const std::exception& error) {
@@ -122,7 +124,9 @@ int run_watch(const WatchArgs& args) {
   PrivateFolder folder;
   WatchLaunch watched;
   try {
-    watched = launch_watched({args.command, args.steps, args.memory_steps, args.timeout_seconds}, folder);
+    watched = launch_watched({args.command, args.steps, args.memory_steps, args.timeout_seconds,
+                              !args.save_scenario.empty()},
+                             folder);
   } catch (const std::runtime_error& error) {
     std::cerr << "trainrepro watch: " << error.what() << "\n";
     return kExitBadInput;
@@ -130,7 +134,8 @@ int run_watch(const WatchArgs& args) {
   end_if_stopped(watched.launch, folder);
   print_command_output(watched.output_file);
   report.command_exit_code = watched.launch.exit_code;
-  report.exit_code = judge_recordings(args, watched, report);
+  std::vector<RankRecording> ranks;
+  report.exit_code = judge_recordings(args, watched, report, ranks);
   report.outcome = report.exit_code == kExitOk                 ? "passed"
                    : report.exit_code == kExitExpectationNotMet ? "failed"
                    : report.ranks > 0 && report.problem.empty() ? "not-judged"
@@ -144,6 +149,10 @@ int run_watch(const WatchArgs& args) {
                 << "\n";
       return kExitInfrastructure;
     }
+  }
+  if (!args.save_scenario.empty() && !ranks.empty()) {
+    const int saved = save_watched_scenario(ranks, report.judgement, args, watched.recordings_folder);
+    if (saved != kExitOk) return std::max(saved, report.exit_code);
   }
   return report.exit_code;
 }

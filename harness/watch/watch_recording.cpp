@@ -146,6 +146,8 @@ RankRecording read_rank(const std::string& json_path) {
   rank.parameter_names = json.texts("parameter_names");
   rank.calls = json.texts("calls");
   rank.golden_not_computed = json.text("golden_not_computed");
+  if (json.has("config_given")) rank.config_given = json.at("config_given");
+  if (json.has("save_not_possible")) rank.save_not_possible = json.text("save_not_possible");
 
   const std::string tensors_path =
       json_path.substr(0, json_path.size() - std::string(".json").size()) + ".safetensors";
@@ -177,6 +179,13 @@ RankRecording read_rank(const std::string& json_path) {
         micro.summed_loss_gradients =
             tensors_named(tensors, prefix + "micro" + std::to_string(i) + "/",
                           rank.parameter_names, tensors_path);
+      }
+      const std::string saved = prefix + "micro" + std::to_string(i) + "/";
+      const auto inputs = tensors.tensors.find(saved + "inputs");
+      const auto targets = tensors.tensors.find(saved + "targets");
+      if (inputs != tensors.tensors.end() && targets != tensors.tensors.end()) {
+        micro.saved_inputs = inputs->second;
+        micro.saved_targets = targets->second;
       }
       window.micro_steps.push_back(std::move(micro));
     }

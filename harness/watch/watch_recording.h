@@ -32,6 +32,10 @@ struct WatchedMicroStep {
   int64_t items = 0;
   double loss_sum = 0.0;
   std::vector<at::Tensor> summed_loss_gradients;
+  // --save-scenario: the forward's one input tensor and the loss's target, as recorded (float64;
+  // undefined when not saved).
+  at::Tensor saved_inputs;
+  at::Tensor saved_targets;
 };
 
 struct WatchedWindow {
@@ -66,6 +70,10 @@ struct RankRecording {
   std::vector<std::string> calls;  // the loop's calls in order, during the watched steps
   std::vector<WatchedWindow> windows;
   std::string golden_not_computed;  // why the golden's pieces are missing; "" when present
+  // --save-scenario: the config as the script passed it to deepspeed.initialize (null when it
+  // could not be read), and why the run cannot become a scenario ("" when it can).
+  nlohmann::json config_given;
+  std::string save_not_possible;
   // Memory at every boundary of the first M optimizer steps (rank<R>.memory.json), in the
   // Trace fields the memory judge reads; has_memory false when the rank wrote none.
   bool has_memory = false;

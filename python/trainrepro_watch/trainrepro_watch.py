@@ -49,6 +49,7 @@ _loss_originals = {}    # torch.nn.functional name -> the function it had
 def _settings():
     return {"dir": os.environ["TRAINREPRO_WATCH_DIR"],
             "steps": int(os.environ.get("TRAINREPRO_WATCH_STEPS", "4")),
+            "save": os.environ.get("TRAINREPRO_WATCH_SAVE") == "1",
             "memory_steps": int(os.environ.get("TRAINREPRO_WATCH_MEMORY_STEPS", "0"))}
 
 
@@ -60,7 +61,7 @@ def patch_deepspeed(deepspeed):
     def initialize(*args, **kwargs):
         result = original(*args, **kwargs)
         try:
-            _watchers.append(Watcher(result, deepspeed))
+            _watchers.append(Watcher(result, deepspeed, _config_given(args, kwargs)))
         except Exception as error:  # the user's training goes on; the verdict says why
             _write_failure(f"trainrepro watch could not watch the engine: {error!r}",
                            traceback.format_exc())
@@ -68,6 +69,22 @@ def patch_deepspeed(deepspeed):
 
     deepspeed.initialize = initialize
     patch_loss_functions()
+
+
+def _config_given(args, kwargs):
+    """The config as the script passed it to deepspeed.initialize (a dict, a JSON file, or the
+    argparse namespace's deepspeed_config), for --save-scenario; None when it cannot be read."""
+    given = kwargs.get("config", kwargs.get("config_params"))
+    if given is None:
+        namespace = kwargs.get("args", args[0] if args else None)
+        given = getattr(namespace, "deepspeed_config", None)
+    if isinstance(given, (str, os.PathLike)):
+        try:
+            with open(given) as config_file:
+                given = json.load(config_file)
+        except (OSError, ValueError):
+            return None
+    return given if isinstance(given, dict) else None
 
 
 def patch_loss_functions():
@@ -179,7 +196,7 @@ def _select(value, path):
 
 
 class Watcher:
-    def __init__(self, initialized, deepspeed):
+    def __init__(self, initialized, deepspeed, config_given=None):
         import torch
         self._torch = torch
         self._deepspeed = deepspeed
@@ -188,6 +205,7 @@ class Watcher:
         self.rank, self.world_size = _rank_and_world()
         settings = _settings()
         self.folder, self.steps_wanted = settings["dir"], settings["steps"]
+        self.save, self.config_given = settings["save"], config_given
         self.zero_stage = int(engine.zero_optimization_stage())
         self.named = [(n, p) for n, p in engine.module.named_parameters() if p.requires_grad]
         self.calls = []
@@ -493,6 +511,39 @@ class Watcher:
                                          for n, g in zip(names, grads)]})
         return pieces
 
+    def _samples_to_save(self, tensors):
+        """--save-scenario: each micro-step's input and target into the rank's tensors, or why a
+        scenario cannot hold them ("" when it can)."""
+        for w, window in enumerate(self.windows):
+            for i, micro in enumerate(window["micro_steps"]):
+                args, kwargs = micro["args"], micro["kwargs"]
+                if kwargs or len(args) != 1 or not isinstance(args[0], self._torch.Tensor):
+                    return ("the forward takes more than one tensor (a scenario's model takes "
+                            "one input tensor)")
+                loss = micro["loss_function"]
+                if loss is None or loss["output"]:
+                    return "the loss is not a torch.nn.functional loss of the forward's output"
+                tensors[f"window{w}/micro{i}/inputs"] = args[0]
+                tensors[f"window{w}/micro{i}/targets"] = loss["target"]
+        return ""
+
+    def _save_model(self):
+        """--save-scenario: the model at the first window's start weights, traced to TorchScript
+        (rank<R>.model.pt); why not when it does not trace."""
+        import copy
+        try:
+            model = copy.deepcopy(self.engine.module).float()
+            named = dict(model.named_parameters())
+            with self._torch.no_grad():
+                for (name, _), weight in zip(self.named, self.windows[0]["start"]):
+                    named[name].copy_(weight)
+            example = self.windows[0]["micro_steps"][0]["args"][0]
+            traced = self._torch.jit.trace(model.eval(), (example,), check_trace=False)
+            traced.save(os.path.join(self.folder, f"rank{self.rank}.model.pt"))
+        except Exception as error:  # noqa: BLE001: the verdict says why, nothing is saved
+            return f"the model does not trace to TorchScript: {error}"
+        return ""
+
     def _write(self, ended):
         if self.finished:
             return
@@ -527,6 +578,11 @@ class Watcher:
                 micro_steps.append(entry)
             windows.append({"micro_steps": micro_steps, "closed_by": window["closed_by"],
                             "calls_at_close": window["calls_at_close"]})
+        save_not_possible = ""
+        if self.save:
+            save_not_possible = self._samples_to_save(tensors)
+            if not save_not_possible and self.rank == 0:
+                save_not_possible = self._save_model()
         engine = self.engine
         record = {
             "format": FORMAT, "version": FORMAT_VERSION, "rank": self.rank,
@@ -548,6 +604,8 @@ class Watcher:
             "windows": windows,
             "golden_not_computed": golden_error,
             "steps_wanted": self.steps_wanted,
+            "config_given": _json_safe(self.config_given),
+            "save_not_possible": save_not_possible,
         }
         prefix = os.path.join(self.folder, f"rank{self.rank}")
         _write_atomically(prefix + ".safetensors", _safetensors_bytes(tensors))

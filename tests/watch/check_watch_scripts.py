@@ -2,7 +2,10 @@
 bug gives the diagnosis cases.json names, and its fixed twin passes, at every rank count asked;
 and the bad inputs end as documented.
 
-Usage: check_watch_scripts.py TRAINREPRO [--ranks 1,2] [--only SCRIPT...] [--bad-inputs]
+Usage: check_watch_scripts.py TRAINREPRO [--ranks 1,2] [--only SCRIPT...] [--bad-inputs] [--save]
+--save: a bug script and its twin watched with --save-scenario at 2 ranks, each saved scenario
+then run by `trainrepro run` on the reference engine (the bug reproduced, the twin passed), and a
+memory leak refused with why.
 The scripts run under `PYTHON -m torch.distributed.run --standalone --nproc_per_node N`, PYTHON
 being TRAINREPRO_DEEPSPEED_PYTHON, else tests/deepspeed_oracle/deepspeed_python when DeepSpeed
 0.19.8 is in trainrepro's cache (installed by `trainrepro run --engine deepspeed==0.19.8`), else
@@ -118,12 +121,43 @@ def check_bad_inputs(trainrepro, python, failures):
             [p for p in after if after[p] != before.get(p)]))
 
 
+def check_saved_scenarios(trainrepro, python, failures):
+    for script, outcome in (("loss-scaled-twice.py", "reproduced"),
+                            ("accumulation-correct.py", "passed")):
+        with tempfile.TemporaryDirectory() as folder:
+            saved = os.path.join(folder, "saved.json")
+            code, output, _, seconds = watch(
+                trainrepro, python, script, 2, (),
+                ("--steps", "3", "--memory-steps", "0", "--save-scenario", saved,
+                 "--golden-dir", os.path.join(folder, "golden")))
+            run = subprocess.run([trainrepro, "run", saved, "--golden-dir",
+                                  os.path.join(folder, "golden")], capture_output=True, text=True,
+                                 env=dict(os.environ, OMP_NUM_THREADS="1"))
+            ok = os.path.exists(saved) and run.returncode == 0 and f"1 {outcome}" in run.stdout
+            print(f"{'ok  ' if ok else 'FAIL'} saved {script} as a scenario: {outcome} "
+                  f"({seconds:.0f} s)", flush=True)
+            if not ok:
+                failures.append(f"--save-scenario of {script}: watch exit {code}\n"
+                                f"{output[-2000:]}\nrun exit {run.returncode}:\n"
+                                f"{run.stdout[-2000:]}{run.stderr[-1000:]}")
+    with tempfile.TemporaryDirectory() as folder:
+        saved = os.path.join(folder, "saved.json")
+        code, output, _, _ = watch(trainrepro, python, "keeps-loss-with-graph.py", 1,
+                                   ("--steps", "16", "--gas", "2"),
+                                   ("--memory-steps", "16", "--save-scenario", saved))
+        ok = code == 2 and "not saved" in output and not os.path.exists(saved)
+        print(f"{'ok  ' if ok else 'FAIL'} a leak is not saved, with why", flush=True)
+        if not ok:
+            failures.append(f"--save-scenario of a leak: exit {code}\n{output[-2000:]}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("trainrepro")
     parser.add_argument("--ranks", default="1,2")
     parser.add_argument("--only", nargs="*")
     parser.add_argument("--bad-inputs", action="store_true")
+    parser.add_argument("--save", action="store_true")
     options = parser.parse_args()
     options.trainrepro = os.path.abspath(options.trainrepro)  # the watches run in temporary folders
     python = deepspeed_python()
@@ -149,6 +183,8 @@ def main():
             check_case(options.trainrepro, case_python, case, ranks, failures)
     if options.bad_inputs:
         check_bad_inputs(options.trainrepro, python, failures)
+    if options.save:
+        check_saved_scenarios(options.trainrepro, python, failures)
     for failure in failures:
         print("\n" + failure)
     print(f"{len(failures)} failed")
