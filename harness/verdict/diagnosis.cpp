@@ -9,6 +9,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include "harness/golden/gradient_arithmetic.h"
 #include "harness/loop/sample_assignment.h"
 #include "harness/scenario/hf_trainer_release.h"
 #include "harness/verdict/batch_fix.h"
@@ -17,39 +18,12 @@
 namespace trainrepro {
 namespace {
 
-using Gradients = std::vector<at::Tensor>;
 
 constexpr int64_t kMaxStepOncePerWindowBackwards = 16384;
 
 // How close a prediction must be to count as the explanation: float64 runs reproduce a
 // hypothesis to ~1e-12; float32 accumulation leaves ~1e-6 relative noise.
 double match_threshold(EngineDtype dtype) { return dtype == EngineDtype::float64 ? 1e-8 : 1e-4; }
-
-double norm_of(const Gradients& tensors) {
-  double squared = 0.0;
-  for (const at::Tensor& tensor : tensors) squared += tensor.pow(2).sum().item<double>();
-  return std::sqrt(squared);
-}
-
-double relative_error(const Gradients& observed, const Gradients& predicted) {
-  double squared = 0.0;
-  for (size_t i = 0; i < observed.size(); ++i) {
-    squared += (observed[i] - predicted[i]).pow(2).sum().item<double>();
-  }
-  return std::sqrt(squared) / std::max(norm_of(predicted), 1e-300);
-}
-
-Gradients scaled(const Gradients& tensors, double factor) {
-  Gradients result;
-  for (const at::Tensor& tensor : tensors) result.push_back(tensor * factor);
-  return result;
-}
-
-Gradients summed(const Gradients& a, const Gradients& b) {
-  Gradients result;
-  for (size_t i = 0; i < a.size(); ++i) result.push_back(a[i] + b[i]);
-  return result;
-}
 
 std::string format(const char* pattern, double value) {
   char text[256];

@@ -6,14 +6,13 @@
 
 #include <ATen/ATen.h>
 
+#include "harness/golden/gradient_arithmetic.h"
 #include "harness/json/json_fields.h"
 #include "harness/verdict/batch_fix.h"
 #include "harness/verdict/judge_memory.h"
 
 namespace trainrepro {
 namespace {
-
-using Gradients = std::vector<at::Tensor>;
 
 // A float32 run reproduces a hypothesis to ~1e-7 relative (measured: 1.0e-7 to 1.2e-7 for a
 // loss divided twice); harness/verdict/diagnosis.cpp uses the same threshold for float32.
@@ -27,24 +26,6 @@ Gradients zeros_like(const Gradients& tensors) {
 
 void add_scaled(Gradients& into, const Gradients& tensors, double factor) {
   for (size_t i = 0; i < into.size(); ++i) into[i] = into[i] + tensors[i] * factor;
-}
-
-Gradients scaled(const Gradients& tensors, double factor) {
-  Gradients result;
-  for (const at::Tensor& tensor : tensors) result.push_back(tensor * factor);
-  return result;
-}
-
-double squared_norm(const Gradients& tensors) {
-  double squared = 0.0;
-  for (const at::Tensor& tensor : tensors) squared += tensor.pow(2).sum().item<double>();
-  return squared;
-}
-
-double dot(const Gradients& a, const Gradients& b) {
-  double sum = 0.0;
-  for (size_t i = 0; i < a.size(); ++i) sum += (a[i] * b[i]).sum().item<double>();
-  return sum;
 }
 
 std::string format(const char* pattern, double value) {
@@ -357,11 +338,9 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
           compare_tensors(first.parameter_names[p], run[p], pieces.golden[p], tolerance));
       window.gradients_match = window.gradients_match && window.gradients.back().within_tolerance;
     }
-    const double golden_norm = std::sqrt(squared_norm(pieces.golden));
-    const double run_norm = std::sqrt(squared_norm(run));
-    Gradients difference;
-    for (size_t p = 0; p < run.size(); ++p) difference.push_back(run[p] - pieces.golden[p]);
-    window.relative_error = std::sqrt(squared_norm(difference)) / std::max(golden_norm, 1e-300);
+    const double golden_norm = norm_of(pieces.golden);
+    const double run_norm = norm_of(run);
+    window.relative_error = relative_error(run, pieces.golden);
     window.norm_ratio = run_norm / std::max(golden_norm, 1e-300);
     window.cosine = dot(run, pieces.golden) / std::max(run_norm * golden_norm, 1e-300);
     if (!window.gradients_match) {
@@ -369,9 +348,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
       std::string best_specifics;
       double best_error = kHypothesisMatch;
       for (const Hypothesis& hypothesis : hypotheses_for(first, w, pieces, gas)) {
-        Gradients off;
-        for (size_t p = 0; p < run.size(); ++p) off.push_back(run[p] - hypothesis.predicted[p]);
-        const double error = std::sqrt(squared_norm(off) / std::max(squared_norm(hypothesis.predicted), 1e-300));
+        const double error = relative_error(run, hypothesis.predicted);
         window.tested.push_back({hypothesis.kind, error});
         if (error <= best_error && !best) {  // the first listed that matches: most specific
           best = hypothesis.kind;

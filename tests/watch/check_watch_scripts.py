@@ -28,14 +28,13 @@ SKIP = 77
 
 
 def deepspeed_python():
-    given = os.environ.get("TRAINREPRO_DEEPSPEED_PYTHON")
-    if given:
-        return given
-    cache = pathlib.Path(os.environ.get("TRAINREPRO_CACHE") or pathlib.Path(
-        os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "trainrepro")
-    if (cache / "deepspeed-0.19.8" / ".trainrepro-complete").exists():
-        return str(ROOT / "tests" / "deepspeed_oracle" / "deepspeed_python")
-    return None
+    """compare_engines.py's choice, None where it falls back to a python3 that may lack
+    DeepSpeed (this check then skips)."""
+    sys.path.insert(0, str(ROOT / "tests" / "engine_deepspeed"))
+    from compare_engines import deepspeed_python as chosen
+    python = chosen()
+    return None if python == "python3" and not os.environ.get("TRAINREPRO_DEEPSPEED_PYTHON") \
+        else python
 
 
 def watch(trainrepro, python, script, ranks, args=(), watch_args=()):

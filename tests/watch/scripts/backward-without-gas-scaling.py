@@ -1,15 +1,12 @@
 """Passes scale_wrt_gas=False to engine.backward (as the Hugging Face Trainer does, whose loss is
 already divided) with a loss it never divided: DeepSpeed sums the micro-batches' means."""
-import deepspeed
 import torch.nn.functional as F
 
 import common
 
 args = common.arguments()
 model = common.model()
-engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
-                                               config=common.ds_config(args))
-rank, world_size = common.rank_and_world()
+engine, optimizer, _, rank, world_size = common.initialize(args, model)
 for x, y in common.batches(args, rank, world_size):
     if engine.global_steps >= args.steps:
         break

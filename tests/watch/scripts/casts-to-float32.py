@@ -1,6 +1,5 @@
 """Bad input for watch: a model whose forward casts to float32 itself, so no float64 copy of it
 can be run: the verdict says the golden could not be computed, and why."""
-import deepspeed
 import torch
 import torch.nn.functional as F
 
@@ -15,9 +14,7 @@ class CastingClassifier(common.Classifier):
 args = common.arguments()
 torch.manual_seed(0)
 model = CastingClassifier()
-engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
-                                               config=common.ds_config(args))
-rank, world_size = common.rank_and_world()
+engine, optimizer, _, rank, world_size = common.initialize(args, model)
 for x, y in common.batches(args, rank, world_size):
     if engine.global_steps >= args.steps:
         break

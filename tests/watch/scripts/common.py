@@ -68,6 +68,15 @@ def rank_and_world():
     return dist.get_rank(), dist.get_world_size()
 
 
+def initialize(args, model, **config_extra):
+    """deepspeed.initialize with this project's config: (engine, optimizer, scheduler, rank,
+    world size)."""
+    import deepspeed
+    engine, optimizer, _, scheduler = deepspeed.initialize(
+        model=model, model_parameters=model.parameters(), config=ds_config(args, **config_extra))
+    return (engine, optimizer, scheduler) + rank_and_world()
+
+
 class Tagger(torch.nn.Module):
     """A token tagger: a class per token of each sequence."""
 

@@ -1,6 +1,5 @@
 """Evaluates after every optimizer step without torch.no_grad() and sums the loss as a tensor:
 every evaluation's graph stays reachable from the running sum."""
-import deepspeed
 import torch
 import torch.nn.functional as F
 
@@ -8,9 +7,7 @@ import common
 
 args = common.arguments()
 model = common.model()
-engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
-                                               config=common.ds_config(args))
-rank, world_size = common.rank_and_world()
+engine, optimizer, _, rank, world_size = common.initialize(args, model)
 held_out = torch.randn(8, 16, generator=torch.Generator().manual_seed(7))
 held_out_labels = torch.randint(0, 4, (8,), generator=torch.Generator().manual_seed(8))
 evaluation_loss = 0.0

@@ -1,14 +1,11 @@
 """Keeps every micro-batch's loss tensor for logging: each keeps its autograd graph alive."""
-import deepspeed
 import torch.nn.functional as F
 
 import common
 
 args = common.arguments()
 model = common.model()
-engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
-                                               config=common.ds_config(args))
-rank, world_size = common.rank_and_world()
+engine, optimizer, _, rank, world_size = common.initialize(args, model)
 losses = []
 for x, y in common.batches(args, rank, world_size):
     if engine.global_steps >= args.steps:

@@ -7,9 +7,7 @@ import common
 
 args = common.arguments()
 model = common.model()
-engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
-                                               config=common.ds_config(args))
-rank, world_size = common.rank_and_world()
+engine, optimizer, _, rank, world_size = common.initialize(args, model)
 for step, (x, y) in enumerate(common.batches(args, rank, world_size)):
     if step >= args.steps:
         break

@@ -1,7 +1,6 @@
 """The token loss as transformers computes it since 4.46 (num_items_in_batch): each micro-batch's
 summed token loss divided by the real tokens of the whole window on every rank, times what
 DeepSpeed divides by again (gradient_accumulation_steps, and the ranks it averages)."""
-import deepspeed
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -10,9 +9,7 @@ import common
 
 args = common.arguments()
 model = common.tagger()
-engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
-                                               config=common.ds_config(args))
-rank, world_size = common.rank_and_world()
+engine, optimizer, _, rank, world_size = common.initialize(args, model)
 batches = list(common.token_batches(args, rank, world_size))
 for first in range(0, len(batches) - args.gas + 1, args.gas):
     if engine.global_steps >= args.steps:

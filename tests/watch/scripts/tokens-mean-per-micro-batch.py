@@ -1,15 +1,12 @@
 """A token loss averaged over each micro-batch's own tokens (what transformers did before 4.46):
 micro-batches with few real tokens weigh as much as those with many."""
-import deepspeed
 import torch.nn.functional as F
 
 import common
 
 args = common.arguments()
 model = common.tagger()
-engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
-                                               config=common.ds_config(args))
-rank, world_size = common.rank_and_world()
+engine, optimizer, _, rank, world_size = common.initialize(args, model)
 for x, y in common.token_batches(args, rank, world_size):
     if engine.global_steps >= args.steps:
         break
