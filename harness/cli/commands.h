@@ -71,6 +71,7 @@ struct WatchArgs {
   std::string results_file;               // empty: none written
   int timeout_seconds = 3600;
   std::string save_scenario;              // empty: none; else the scenario file to write
+  std::string loss = "auto";              // the golden's loss (--loss)
   std::string golden_dir = "golden";      // where the saved scenario's golden goes
 };
 int run_watch(const WatchArgs& args);

@@ -217,6 +217,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   watch->add_option("--results", watch_args.results_file,
                     "write the verdict as JSON to FILE (atomically)");
+  watch->add_option("--loss", watch_args.loss,
+                    "the golden's loss: auto (the loop's own: cross entropy over every counted "
+                    "target, MSE over every element), tokens (cross entropy over every counted "
+                    "token of the whole batch), samples (each sample's mean, then the mean over "
+                    "samples), mse")
+      ->check(CLI::IsMember({"auto", "tokens", "samples", "mse"}));
   watch->add_option("--save-scenario", watch_args.save_scenario,
                     "write the watched run as a scenario FILE (config, model, samples beside it; "
                     "its golden computed), the diagnosis as its expectation");

@@ -125,7 +125,7 @@ int run_watch(const WatchArgs& args) {
   WatchLaunch watched;
   try {
     watched = launch_watched({args.command, args.steps, args.memory_steps, args.timeout_seconds,
-                              !args.save_scenario.empty()},
+                              !args.save_scenario.empty(), args.loss},
                              folder);
   } catch (const std::runtime_error& error) {
     std::cerr << "trainrepro watch: " << error.what() << "\n";

@@ -31,6 +31,7 @@ WatchLaunch launch_watched(const WatchSettings& settings, const PrivateFolder& f
   ::setenv("TRAINREPRO_WATCH_STEPS", std::to_string(settings.steps).c_str(), 1);
   ::setenv("TRAINREPRO_WATCH_MEMORY_STEPS", std::to_string(settings.memory_steps).c_str(), 1);
   ::setenv("TRAINREPRO_WATCH_SAVE", settings.save ? "1" : "0", 1);
+  ::setenv("TRAINREPRO_WATCH_LOSS", settings.loss.c_str(), 1);
   WatchLaunch watched;
   watched.recordings_folder = recordings.string();
   watched.output_file = (root / "output.txt").string();

@@ -50,6 +50,7 @@ def _settings():
     return {"dir": os.environ["TRAINREPRO_WATCH_DIR"],
             "steps": int(os.environ.get("TRAINREPRO_WATCH_STEPS", "4")),
             "save": os.environ.get("TRAINREPRO_WATCH_SAVE") == "1",
+            "loss": os.environ.get("TRAINREPRO_WATCH_LOSS", "auto"),
             "memory_steps": int(os.environ.get("TRAINREPRO_WATCH_MEMORY_STEPS", "0"))}
 
 
@@ -206,6 +207,7 @@ class Watcher:
         settings = _settings()
         self.folder, self.steps_wanted = settings["dir"], settings["steps"]
         self.save, self.config_given = settings["save"], config_given
+        self.loss_kind = settings["loss"]
         self.zero_stage = int(engine.zero_optimization_stage())
         self.named = [(n, p) for n, p in engine.module.named_parameters() if p.requires_grad]
         self.calls = []
@@ -491,25 +493,41 @@ class Watcher:
                     raise ValueError(f"the model's output {loss['output']} is "
                                      f"{source.dtype}, not float64, with float64 weights and "
                                      "inputs: the model casts inside its forward")
-                target = loss["target"]
-                if loss["name"] == "cross_entropy":
-                    original = _loss_originals["cross_entropy"]
-                    if target.is_floating_point():  # class probabilities: one item per row
-                        summed = original(source, target.double(), reduction="sum")
-                        items = target.shape[0]
-                    else:
-                        summed = original(source, target, reduction="sum",
-                                          ignore_index=loss["ignore_index"])
-                        items = int((target != loss["ignore_index"]).sum())
-                else:
-                    summed = ((source - target.double()) ** 2).sum()
-                    items = source.numel()
+                rows = _select(outputs, loss["output"]).shape[0]
+                summed, items = self._summed_loss(loss, source, rows, i)
                 grads = torch.autograd.grad(summed, [weights[n] for n in names],
                                             allow_unused=True)
             pieces.append({"items": items, "loss_sum": float(summed.detach()),
                            "gradients": [torch.zeros_like(weights[n]) if g is None else g.detach()
                                          for n, g in zip(names, grads)]})
         return pieces
+
+    def _summed_loss(self, loss, source, rows, i):
+        """The micro-batch's loss summed over its items, and its items, as --loss defines the
+        golden's: "auto" and "tokens" (cross entropy over every counted target; MSE over every
+        element), "samples" (each of the output's `rows` samples averaged over its own counted
+        targets or elements, then summed), "mse" (the loop's loss must be MSE)."""
+        torch, kind, target = self._torch, self.loss_kind, loss["target"]
+        if kind == "mse" and loss["name"] != "mse_loss" or \
+                kind == "tokens" and loss["name"] != "cross_entropy":
+            raise ValueError(f"--loss {kind}, but micro-step {i}'s loss is {loss['name']}")
+        if loss["name"] == "mse_loss":
+            error = (source - target.double()) ** 2
+            if kind != "samples":
+                return error.sum(), error.numel()
+            return error.reshape(rows, -1).mean(dim=1).sum(), rows
+        original = _loss_originals["cross_entropy"]
+        if target.is_floating_point():  # class probabilities: one item per row
+            return original(source, target.double(), reduction="sum"), target.shape[0]
+        ignore = loss["ignore_index"]
+        per_target = original(source, target, reduction="none", ignore_index=ignore)
+        counted = target != ignore
+        if kind != "samples":
+            return per_target.sum(), int(counted.sum())
+        counts = counted.reshape(rows, -1).sum(dim=1)
+        sums = per_target.reshape(rows, -1).sum(dim=1)
+        present = counts > 0
+        return (sums[present] / counts[present]).sum(), int(present.sum())
 
     def _samples_to_save(self, tensors):
         """--save-scenario: each micro-step's input and target into the rank's tensors, or why a
