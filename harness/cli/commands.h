@@ -72,6 +72,7 @@ struct WatchArgs {
   int timeout_seconds = 3600;
   std::string save_scenario;              // empty: none; else the scenario file to write
   std::string loss = "auto";              // the golden's loss (--loss)
+  std::string junit_file;                 // empty: no JUnit XML
   std::string golden_dir = "golden";      // where the saved scenario's golden goes
 };
 int run_watch(const WatchArgs& args);

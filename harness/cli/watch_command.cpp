@@ -2,6 +2,7 @@
 // the watch module on its path (harness/watch/watch_launch.h), reads what each rank recorded,
 // judges it (harness/watch/judge_watched.h) and reports it.
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
 #include <regex>
@@ -123,6 +124,7 @@ int run_watch(const WatchArgs& args) {
   report.windows_wanted = args.steps;
   PrivateFolder folder;
   WatchLaunch watched;
+  const auto started = std::chrono::steady_clock::now();
   try {
     watched = launch_watched({args.command, args.steps, args.memory_steps, args.timeout_seconds,
                               !args.save_scenario.empty(), args.loss},
@@ -131,6 +133,7 @@ int run_watch(const WatchArgs& args) {
     std::cerr << "trainrepro watch: " << error.what() << "\n";
     return kExitBadInput;
   }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   end_if_stopped(watched.launch, folder);
   print_command_output(watched.output_file);
   report.command_exit_code = watched.launch.exit_code;
@@ -141,12 +144,14 @@ int run_watch(const WatchArgs& args) {
                    : report.ranks > 0 && report.problem.empty() ? "not-judged"
                                                                 : "error";
   std::cout << watch_console_text(report);
-  if (!args.results_file.empty()) {
+  for (const auto& [file, content] :
+       {std::pair{args.results_file, watch_results_json(report).dump(2) + "\n"},
+        std::pair{args.junit_file, watch_junit_xml(report)}}) {
+    if (file.empty()) continue;
     try {
-      write_file_atomically(args.results_file, watch_results_json(report).dump(2) + "\n");
+      write_file_atomically(file, content);
     } catch (const std::exception& error) {
-      std::cerr << "trainrepro watch: cannot write " << args.results_file << ": " << error.what()
-                << "\n";
+      std::cerr << "trainrepro watch: cannot write " << file << ": " << error.what() << "\n";
       return kExitInfrastructure;
     }
   }

@@ -33,6 +33,8 @@ size_t xml_character_length(const std::string& text, size_t at) {
   return length;
 }
 
+}  // namespace
+
 // Text as XML 1.0 allows it in attributes and elements: the five markup characters escaped,
 // and control characters and bytes that are not UTF-8 (not allowed at all, even escaped)
 // shown as \xNN.
@@ -80,6 +82,8 @@ std::string xml_text(const std::string& text) {
   }
   return out;
 }
+
+namespace {
 
 // The schema's time: digits and at most three decimals, no exponent.
 std::string junit_time(double seconds) {

@@ -18,6 +18,11 @@ namespace trainrepro {
 std::string junit_xml(const std::vector<ScenarioResult>& results, const RunProvenance& provenance,
                       double seconds);
 
+// Text as XML 1.0 allows it in attributes (markup and line breaks escaped, what XML cannot hold
+// written as \xNN), and in elements (line breaks kept).
+std::string xml_escaped(const std::string& text);
+std::string xml_text(const std::string& text);
+
 class JunitReporter : public Reporter {
  public:
   JunitReporter(std::filesystem::path file, RunProvenance provenance)

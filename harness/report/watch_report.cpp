@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "harness/json/json_fields.h"
+#include "harness/report/junit_reporter.h"
 
 namespace trainrepro {
 namespace {
@@ -130,6 +131,35 @@ nlohmann::json watch_results_json(const WatchReport& report) {
             {"autograd_nodes_per_step", judged.memory.autograd_nodes.bytes_per_step},
             {"surviving", judged.memory.surviving}}},
           {"steps", windows}};
+}
+
+std::string watch_junit_xml(const WatchReport& report) {
+  std::string script = joined(report.command);
+  for (const std::string& word : report.command) {
+    if (word.size() > 3 && word.compare(word.size() - 3, 3, ".py") == 0) script = word;
+  }
+  const bool failed = report.outcome == "failed";
+  const bool error = report.outcome == "error" || report.outcome == "not-judged";
+  const std::string time = number("%.3f", report.seconds);
+  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
+  xml += "  <testsuite name=\"watch\" tests=\"1\" failures=\"" + std::to_string(failed) +
+         "\" errors=\"" + std::to_string(error) + "\" skipped=\"0\" time=\"" + time + "\">\n";
+  xml += "    <testcase classname=\"watch\" name=\"" + xml_escaped(script) + "\" time=\"" + time +
+         "\">\n";
+  const WatchJudgement& judged = report.judgement;
+  if (failed) {
+    xml += "      <failure message=\"" +
+           xml_escaped(std::string(diagnosis_name(judged.diagnosis)) + ": " + judged.explanation) +
+           "\" type=\"" + diagnosis_name(judged.diagnosis) + "\">" +
+           xml_text(judged.explanation) + "</failure>\n";
+  } else if (error) {
+    const std::string why = report.problem.empty() ? judged.not_judged_reason : report.problem;
+    xml += "      <error message=\"" + xml_escaped(why) + "\" type=\"" + report.outcome + "\">" +
+           xml_text(why) + "</error>\n";
+  }
+  xml += "      <system-out>" + xml_text(watch_console_text(report)) + "</system-out>\n";
+  xml += "    </testcase>\n  </testsuite>\n</testsuites>\n";
+  return xml;
 }
 
 }  // namespace trainrepro

@@ -21,6 +21,7 @@ struct WatchReport {
   int64_t ranks = 0;
   int64_t windows_wanted = 0;
   std::string ended;  // why fewer windows than wanted were watched; "" when all were
+  double seconds = 0.0;  // the command's wall time
   WatchJudgement judgement;
 };
 
@@ -29,5 +30,10 @@ std::string watch_console_text(const WatchReport& report);
 
 // The results file's JSON ("format": "trainrepro-watch-results", version 1).
 nlohmann::json watch_results_json(const WatchReport& report);
+
+// `watch --junit FILE`: one <testsuite name="watch"> with one <testcase> named after the
+// watched script; failed is a <failure> (the diagnosis), error and not-judged an <error>, with
+// the console text as its <system-out> (the same schema as `run --junit`).
+std::string watch_junit_xml(const WatchReport& report);
 
 }  // namespace trainrepro

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,8 @@ def watch(trainrepro, python, script, ranks, args=(), watch_args=()):
     """Runs one script under watch: (exit code, output, results JSON or None, seconds)."""
     with tempfile.TemporaryDirectory() as folder:
         results = os.path.join(folder, "watch.json")
-        command = [trainrepro, "watch", *watch_args, "--results", results, "--",
+        junit = os.path.join(folder, "watch.xml")
+        command = [trainrepro, "watch", *watch_args, "--results", results, "--junit", junit, "--",
                    python, "-m", "torch.distributed.run", "--standalone",
                    "--nproc_per_node", str(ranks), str(SCRIPTS / script), *args]
         started = time.monotonic()
@@ -49,7 +51,16 @@ def watch(trainrepro, python, script, ranks, args=(), watch_args=()):
                               env=dict(os.environ, OMP_NUM_THREADS="1"))
         seconds = time.monotonic() - started
         verdict = json.load(open(results)) if os.path.exists(results) else None
-        return done.returncode, done.stdout + done.stderr, verdict, seconds
+        output = done.stdout + done.stderr
+        # The JUnit file is valid against the schema `run --junit` is (when xmllint is here).
+        if verdict is not None and shutil.which("xmllint"):
+            schema = subprocess.run(["xmllint", "--noout", "--schema",
+                                     str(ROOT / "tests" / "report" / "junit-10.xsd"), junit],
+                                    capture_output=True, text=True)
+            if schema.returncode != 0:
+                verdict = None
+                output += "\n--junit: not valid against junit-10.xsd:\n" + schema.stderr
+        return done.returncode, output, verdict, seconds
 
 
 def hf_trainer_python():
