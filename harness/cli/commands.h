@@ -73,6 +73,7 @@ struct WatchArgs {
   std::string save_scenario;              // empty: none; else the scenario file to write
   std::string loss = "auto";              // the golden's loss (--loss)
   std::string junit_file;                 // empty: no JUnit XML
+  std::string html_file;                  // empty: no HTML page
   std::string golden_dir = "golden";      // where the saved scenario's golden goes
 };
 int run_watch(const WatchArgs& args);

@@ -219,6 +219,8 @@ int main(int argc, char** argv) {
                     "write the verdict as JSON to FILE (atomically)");
   watch->add_option("--junit", watch_args.junit_file,
                     "write the verdict as JUnit XML to FILE (atomically), one test case");
+  watch->add_option("--html", watch_args.html_file,
+                    "write the verdict as one self-contained HTML page to FILE (atomically)");
   watch->add_option("--loss", watch_args.loss,
                     "the golden's loss: auto (the loop's own: cross entropy over every counted "
                     "target, MSE over every element), tokens (cross entropy over every counted "

@@ -11,6 +11,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/watch_save_scenario.h"
 #include "harness/files/atomic_write.h"
+#include "harness/report/watch_page.h"
 #include "harness/report/watch_report.h"
 #include "harness/verdict/verdict.h"
 #include "harness/watch/watch_launch.h"
@@ -146,7 +147,8 @@ int run_watch(const WatchArgs& args) {
   std::cout << watch_console_text(report);
   for (const auto& [file, content] :
        {std::pair{args.results_file, watch_results_json(report).dump(2) + "\n"},
-        std::pair{args.junit_file, watch_junit_xml(report)}}) {
+        std::pair{args.junit_file, watch_junit_xml(report)},
+        std::pair{args.html_file, watch_html_page(report)}}) {
     if (file.empty()) continue;
     try {
       write_file_atomically(file, content);

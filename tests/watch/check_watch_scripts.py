@@ -43,7 +43,9 @@ def watch(trainrepro, python, script, ranks, args=(), watch_args=()):
     with tempfile.TemporaryDirectory() as folder:
         results = os.path.join(folder, "watch.json")
         junit = os.path.join(folder, "watch.xml")
-        command = [trainrepro, "watch", *watch_args, "--results", results, "--junit", junit, "--",
+        page = os.path.join(folder, "watch.html")
+        command = [trainrepro, "watch", *watch_args, "--results", results, "--junit", junit,
+                   "--html", page, "--",
                    python, "-m", "torch.distributed.run", "--standalone",
                    "--nproc_per_node", str(ranks), str(SCRIPTS / script), *args]
         started = time.monotonic()
@@ -60,6 +62,12 @@ def watch(trainrepro, python, script, ranks, args=(), watch_args=()):
             if schema.returncode != 0:
                 verdict = None
                 output += "\n--junit: not valid against junit-10.xsd:\n" + schema.stderr
+        # The page names what the results file does.
+        if verdict is not None and verdict["diagnosis"] and (
+                not os.path.exists(page) or
+                f"Diagnosis: {verdict['diagnosis']}" not in open(page).read()):
+            verdict = None
+            output += "\n--html: the page does not name the diagnosis"
         return done.returncode, output, verdict, seconds
 
 
