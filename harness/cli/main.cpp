@@ -203,8 +203,7 @@ int main(int argc, char** argv) {
       "against a float64 golden taken from its own micro-batches");
   watch->add_option("COMMAND", watch_args.command,
                     "the command, after --: torchrun --nproc_per_node 2 train.py ARGS, "
-                    "deepspeed train.py ARGS, python -m torch.distributed.run ...")
-      ->required();
+                    "deepspeed train.py ARGS, python -m torch.distributed.run ...");
   watch->add_option("--steps", watch_args.steps, "optimizer steps judged (4)")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   watch->add_option("--memory-steps", watch_args.memory_steps,
