@@ -224,8 +224,9 @@ int main(int argc, char** argv) {
                     "the golden's loss: auto (the loop's own: cross entropy over every counted "
                     "target, MSE over every element), tokens (cross entropy over every counted "
                     "token of the whole batch), samples (each sample's mean, then the mean over "
-                    "samples), mse")
-      ->check(CLI::IsMember({"auto", "tokens", "samples", "mse"}));
+                    "samples), mse, model (the loss the model computes in its own forward from "
+                    "labels, over the whole batch)")
+      ->check(CLI::IsMember({"auto", "tokens", "samples", "mse", "model"}));
   watch->add_option("--save-scenario", watch_args.save_scenario,
                     "write the watched run as a scenario FILE (config, model, samples beside it; "
                     "its golden computed), the diagnosis as its expectation");

@@ -18,7 +18,7 @@ struct WatchSettings {
   int64_t memory_steps = 40;         // optimizer steps whose boundaries memory is sampled at
   int timeout_seconds = 3600;        // the whole command's, killed with its process group after
   bool save = false;                 // record what --save-scenario needs (inputs, model)
-  std::string loss = "auto";         // the golden's loss: auto, tokens, samples, mse
+  std::string loss = "auto";         // the golden's loss: auto, tokens, samples, mse, model
 };
 
 struct WatchLaunch {

@@ -294,7 +294,7 @@ class Watcher:
             self.micro["outputs"] = outputs
             for name, arguments in self.micro.pop("calls_inside_forward", []):
                 if self.micro["loss_function"] is None:
-                    self._match_loss_function(self.micro, name, arguments)
+                    self._match_loss_function(self.micro, name, arguments, inside_forward=True)
         return outputs
 
     def saw_loss_function(self, name, arguments):
@@ -310,9 +310,9 @@ class Watcher:
         if "outputs" not in micro:
             micro.setdefault("calls_inside_forward", []).append((name, arguments))
             return
-        self._match_loss_function(micro, name, arguments)
+        self._match_loss_function(micro, name, arguments, inside_forward=False)
 
-    def _match_loss_function(self, micro, name, arguments):
+    def _match_loss_function(self, micro, name, arguments, inside_forward):
         source = arguments["input"]
         pointer = source.untyped_storage().data_ptr()
         for path, tensor in _tensors_in(micro["outputs"]):
@@ -324,7 +324,8 @@ class Watcher:
                         "reduction": arguments.get("reduction", "mean"),
                         "ignore_index": arguments.get("ignore_index", -100),
                         "label_smoothing": float(arguments.get("label_smoothing", 0.0) or 0.0),
-                        "weighted": arguments.get("weight") is not None}
+                        "weighted": arguments.get("weight") is not None,
+                        "inside_forward": inside_forward}
                 return
 
     def _backward(self, original, loss, *args, **kwargs):
@@ -506,11 +507,17 @@ class Watcher:
         """The micro-batch's loss summed over its items, and its items, as --loss defines the
         golden's: "auto" and "tokens" (cross entropy over every counted target; MSE over every
         element), "samples" (each of the output's `rows` samples averaged over its own counted
-        targets or elements, then summed), "mse" (the loop's loss must be MSE)."""
+        targets or elements, then summed), "mse" (the loop's loss must be MSE), "model" (the
+        loss the model computes inside its own forward, as Hugging Face models do from
+        `labels`: a mean over its counted targets, so the whole batch's is these sums over
+        their items)."""
         torch, kind, target = self._torch, self.loss_kind, loss["target"]
         if kind == "mse" and loss["name"] != "mse_loss" or \
                 kind == "tokens" and loss["name"] != "cross_entropy":
             raise ValueError(f"--loss {kind}, but micro-step {i}'s loss is {loss['name']}")
+        if kind == "model" and not loss["inside_forward"]:
+            raise ValueError(f"--loss model, but micro-step {i}'s loss was computed by the loop "
+                             "on the outputs, not by the model's own forward")
         if loss["name"] == "mse_loss":
             error = (source - target.double()) ** 2
             if kind != "samples":
