@@ -97,7 +97,9 @@ def patch_loss_functions():
         signature = inspect.signature(original)
 
         def watched(*args, _name=name, _original=original, _signature=signature, **kwargs):
-            if _watchers:
+            # After the watched steps this stays on every loss call of the run: one check, not a
+            # signature binding, until a watcher is recording a micro-step.
+            if any(w.recording_micro_step() for w in _watchers):
                 try:
                     bound = _signature.bind(*args, **kwargs)
                     bound.apply_defaults()
@@ -296,6 +298,9 @@ class Watcher:
                 if self.micro["loss_function"] is None:
                     self._match_loss_function(self.micro, name, arguments, inside_forward=True)
         return outputs
+
+    def recording_micro_step(self):
+        return not self.finished and self.micro is not None
 
     def saw_loss_function(self, name, arguments):
         """A torch.nn.functional loss was called: the loop's loss when its input is (a view of)
