@@ -4,9 +4,16 @@ unwatched and watched in alternation, each run timing its own optimizer steps. R
 median step time of the watched run over the unwatched one in three phases: the judged steps
 (1..K, each window's inputs cloned; the golden is computed when the K-th window closes), the
 memory-sampled steps (K+1..M, one census at each boundary) and the steps after M (nothing but
-the wrappers left).
+the wrappers left). Then the census alone, the part of a memory-sampled step that is the watch's:
+the same loop unwatched calls memory_census.py itself at every boundary from step 6 and times
+each call; reported as the median census over the median step of that run.
+
+--model perf is the GPT of scenarios/perf/gpt-adamw-zero1.json (width 48, 2 layers, 64 tokens,
+32 positions, micro batch 4, GAS 2); --model wide (the default) is width 128, vocabulary 256,
+micro batch 8.
 
 Usage: python3 bench/watch/watch_overhead.py TRAINREPRO PYTHON [--pairs 3] [--steps 80]
+                                             [--model wide|perf]
 PYTHON: one with DeepSpeed (tests/deepspeed_oracle/deepspeed_python). Not a test: it asserts
 nothing, it prints the ratios for a person (README "Watching your own script").
 """
@@ -24,11 +31,12 @@ os.environ.setdefault("DS_ACCELERATOR", "cpu")
 import deepspeed, torch
 import torch.nn.functional as F
 torch.set_num_threads(1)
-steps = int(sys.argv[1])
+steps, vocabulary, width, micro_batch = (int(a) for a in sys.argv[1:5])
+census_folder = sys.argv[5] if len(sys.argv) > 5 else None
 torch.manual_seed(0)
 
 class Gpt(torch.nn.Module):
-    def __init__(self, vocabulary=256, width=128, layers=2, length=32):
+    def __init__(self, vocabulary, width, layers=2, length=32):
         super().__init__()
         self.embed = torch.nn.Embedding(vocabulary, width)
         self.position = torch.nn.Parameter(torch.zeros(length, width))
@@ -42,33 +50,52 @@ class Gpt(torch.nn.Module):
         return self.head(self.blocks(self.embed(ids) + self.position, mask=self.mask,
                                      is_causal=True))
 
-model = Gpt()
+model = Gpt(vocabulary, width)
 engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config={
-    "train_micro_batch_size_per_gpu": 8, "gradient_accumulation_steps": 2,
+    "train_micro_batch_size_per_gpu": micro_batch, "gradient_accumulation_steps": 2,
     "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}, "gradient_clipping": 0.0})
 generator = torch.Generator().manual_seed(1)
+census, census_times = None, []
 times, started = [], time.perf_counter()
 while engine.global_steps < steps:
-    ids = torch.randint(0, 256, (8, 33), generator=generator)
+    ids = torch.randint(0, vocabulary, (micro_batch, 33), generator=generator)
     logits = engine(ids[:, :-1])
-    engine.backward(F.cross_entropy(logits.reshape(-1, 256), ids[:, 1:].reshape(-1)))
+    loss = F.cross_entropy(logits.reshape(-1, vocabulary), ids[:, 1:].reshape(-1))
+    engine.backward(loss)
     before = engine.global_steps
     engine.step()
     if engine.global_steps > before:
         now = time.perf_counter()
         times.append(now - started)
-        started = now
+        if census_folder and engine.global_steps == 5:
+            sys.path.insert(0, census_folder)
+            import memory_census
+            census = memory_census.MemoryCensus(lambda: [])
+        elif census is not None:
+            # Where the watch takes it: at the boundary, the step's loss and outputs alive.
+            census.sample("boundary", int(engine.micro_steps), int(engine.global_steps))
+            census_times.append(time.perf_counter() - now)
+        started = time.perf_counter()
 print("STEP_TIMES " + json.dumps(times))
+print("CENSUS_TIMES " + json.dumps(census_times))
 '''
 
 
-def step_times(command):
+def timings(command):
+    """The run's step times and census times (seconds)."""
     done = subprocess.run(command, capture_output=True, text=True,
                           env=dict(os.environ, OMP_NUM_THREADS="1"))
+    found = {}
     for line in done.stdout.splitlines():
-        if line.startswith("STEP_TIMES "):
-            return json.loads(line[len("STEP_TIMES "):])
-    sys.exit(f"no step times from {command}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        name, _, values = line.partition(" ")
+        if name in ("STEP_TIMES", "CENSUS_TIMES"):
+            found[name] = json.loads(values)
+    if "STEP_TIMES" not in found:
+        sys.exit(f"no step times from {command}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return found
+
+
+MODELS = {"wide": (256, 128, 8), "perf": (64, 48, 4)}  # vocabulary, width, micro batch
 
 
 def main():
@@ -79,22 +106,30 @@ def main():
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--watched-steps", type=int, default=4)
     parser.add_argument("--memory-steps", type=int, default=40)
+    parser.add_argument("--model", choices=sorted(MODELS), default="wide")
     options = parser.parse_args()
+    census_folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                 "python", "trainrepro_worker")
     with tempfile.TemporaryDirectory() as folder:
         script = os.path.join(folder, "gpt_train.py")
         with open(script, "w") as out:
             out.write(SCRIPT)
         launch = [options.python, "-m", "torch.distributed.run", "--standalone",
-                  "--nproc_per_node", "1", script, str(options.steps)]
+                  "--nproc_per_node", "1", script, str(options.steps),
+                  *(str(v) for v in MODELS[options.model])]
         watch = [os.path.abspath(options.trainrepro), "watch", "--steps",
                  str(options.watched_steps), "--memory-steps", str(options.memory_steps), "--"]
         phases = {"judged steps": (1, options.watched_steps),
                   "memory-sampled steps": (options.watched_steps + 1, options.memory_steps),
                   "after the memory steps": (options.memory_steps + 1, options.steps)}
         ratios = {name: [] for name in phases}
+        census_shares = []
         for pair in range(options.pairs):
-            plain = step_times(launch)
-            watched = step_times(watch + launch)
+            plain = timings(launch)["STEP_TIMES"]
+            watched = timings(watch + launch)["STEP_TIMES"]
+            alone = timings(launch + [census_folder])
+            census_shares.append(statistics.median(alone["CENSUS_TIMES"]) /
+                                 statistics.median(alone["STEP_TIMES"][6:]))
             for name, (first, last) in phases.items():
                 ratio = (statistics.median(watched[first:last]) /
                          statistics.median(plain[first:last]))
@@ -105,6 +140,8 @@ def main():
             print(f"{name}: watched / unwatched median step time "
                   f"{statistics.median(values):.3f} (pairs: "
                   f"{', '.join(f'{v:.3f}' for v in values)})")
+        print(f"one census / median step: {statistics.median(census_shares) * 100:.2f} % "
+              f"(pairs: {', '.join(f'{v * 100:.2f} %' for v in census_shares)})")
 
 
 if __name__ == "__main__":

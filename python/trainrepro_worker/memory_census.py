@@ -14,6 +14,11 @@ own records added (record_of_harness). At boundaries the census also counts the 
 reachable from those tensors' grad_fn (each once): a count that grows is a graph kept across
 steps, as harness/memory/autograd_graph.h counts it on the reference engine.
 
+A census runs inside the training step (at every boundary of `trainrepro watch`), so it reads
+as little as it can: one pass over the tensors, a node's saved tensors through their raw
+SavedTensor (no unpacking: no C++ exception for a freed graph, no saved-tensor hook run), the
+resident set through a descriptor kept open.
+
 The objects alive when the probe starts (Python's imports, DeepSpeed's engine) are frozen out of
 the collector's generations (gc.freeze) so each census walks only the objects made since; the
 tensors among them are kept as weak references and counted while they live.
@@ -54,6 +59,7 @@ class MemoryCensus:
         self._excluded_tensors = excluded_tensors
         self._mallinfo2 = _mallinfo2()
         self._page_size = os.sysconf("SC_PAGE_SIZE")
+        self._statm = os.open("/proc/self/statm", os.O_RDONLY)
         self._births = {}  # storage key -> birth step, for the storages seen at the last census
         self._steps_at_last_census = 0
         self._excluded_host = 0
@@ -70,8 +76,7 @@ class MemoryCensus:
         return int(info.uordblks + info.hblkhd)
 
     def _resident_bytes(self):
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * self._page_size
+        return int(os.pread(self._statm, 128, 0).split()[1]) * self._page_size
 
     def _measure_tensor_bookkeeping(self):
         """Host heap one kept CPU tensor costs beyond its data (MemoryProbe's measure)."""
@@ -90,62 +95,91 @@ class MemoryCensus:
         yield
         self._excluded_host += self.host_heap_in_use() - before
 
-    def _saved_tensors_of(self, node):
+    def _saved_names_of(self, node):
+        """A node type's saved-tensor attributes: the raw ones (`_raw_saved_x`: the SavedTensor
+        itself) where the type has them, else the unpacked ones (a Python autograd Function's
+        `saved_tensors`, a hand-written node's `_saved_x`)."""
         names = self._saved_names.get(type(node))
         if names is None:
-            names = [n for n in dir(node) if n.startswith("_saved_")] + (
-                ["saved_tensors"] if hasattr(node, "saved_tensors") else [])
+            attributes = dir(node)
+            raw = [n for n in attributes if n.startswith("_raw_saved_")]
+            unpacked = [n for n in attributes if n.startswith("_saved_")] + (
+                ["saved_tensors"] if "saved_tensors" in attributes else [])
+            names = (True, raw) if raw else (False, unpacked)
             self._saved_names[type(node)] = names
+        return names
+
+    def _saved_tensors_of(self, node):
+        """What a node still saves. A SavedTensor's `data` is the saved tensor itself (sharing its
+        storage), or None once backward() freed it: reading it needs no unpacking, which would
+        raise a C++ exception for a freed node (tens of microseconds each, inside the user's
+        step) or run a saved-tensor hook (checkpointing recomputes the forward there). What such
+        a hook packed is held by C++ and not counted."""
+        raw, names = self._saved_names_of(node)
         for name in names:
             try:
                 value = getattr(node, name)
-            except RuntimeError:  # freed by backward(): nothing is saved any more
-                continue
+            except RuntimeError:
+                # Freed by backward(), which frees all of a node's saved tensors together: the
+                # rest need not be tried.
+                return
             values = value if isinstance(value, (tuple, list)) else (value,)
             for item in values:
+                if raw and item is not None:
+                    item = item.data
                 if isinstance(item, torch.Tensor):
                     yield item
 
-    def _reachable_tensors(self):
-        """The tensors reachable from Python and the number of autograd nodes they keep alive
-        (autograd_graph.h counts the same on the reference engine)."""
+    def _census(self):
+        """The live storages ((data pointer, bytes) -> bytes) and the autograd nodes alive: the
+        tensors reachable from Python, their gradients and what their autograd graph saves
+        (autograd_graph.h counts the same nodes on the reference engine). One pass, few
+        attribute reads per tensor: this runs inside the user's step."""
         gc.collect()
         tensors = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
         tensors += [t for t in (ref() for ref in self._frozen) if t is not None]
-        found = list(tensors)
+        excluded = {t.untyped_storage().data_ptr() for t in self._excluded_tensors()}
+        storages = {}
         nodes, seen_nodes = [], set()
+
+        plain = (torch.Tensor, torch.nn.Parameter)
+
+        def count(tensor):
+            if type(tensor) not in plain and hasattr(tensor, "__tensor_flatten__"):
+                # A wrapper subclass (FSDP2's DTensor) has no storage of its own: its inner
+                # tensors (the local shard) hold the memory.
+                for name in tensor.__tensor_flatten__()[0]:
+                    count(getattr(tensor, name))
+                return
+            if not tensor.is_cpu:
+                return
+            storage = tensor.untyped_storage()
+            pointer = storage.data_ptr()
+            if pointer and pointer not in excluded:
+                nbytes = storage.nbytes()
+                storages[(pointer, nbytes)] = nbytes
+
         for tensor in tensors:
-            grad = tensor.grad if tensor.requires_grad and tensor.is_leaf else None
-            if grad is not None:
-                found.append(grad)
-            if tensor.grad_fn is not None and id(tensor.grad_fn) not in seen_nodes:
-                seen_nodes.add(id(tensor.grad_fn))
-                nodes.append(tensor.grad_fn)
+            count(tensor)
+            if tensor.is_leaf:
+                if tensor.requires_grad and tensor.grad is not None:
+                    count(tensor.grad)
+            else:
+                node = tensor.grad_fn
+                if node is not None and id(node) not in seen_nodes:
+                    seen_nodes.add(id(node))
+                    nodes.append(node)
         # The autograd graph a kept tensor holds: its nodes' saved tensors (activations), until
         # backward() frees them.
         while nodes:
             node = nodes.pop()
-            found.extend(self._saved_tensors_of(node))
+            for saved in self._saved_tensors_of(node):
+                count(saved)
             for next_node, _ in node.next_functions:
                 if next_node is not None and id(next_node) not in seen_nodes:
                     seen_nodes.add(id(next_node))
                     nodes.append(next_node)
-        return found, len(seen_nodes)
-
-    def _census(self):
-        """The live storages ((data pointer, bytes) -> bytes) and the autograd nodes alive."""
-        excluded = {t.untyped_storage().data_ptr() for t in self._excluded_tensors()}
-        storages = {}
-        tensors, autograd_nodes = self._reachable_tensors()
-        for tensor in tensors:
-            if tensor.device.type != "cpu" or tensor.is_meta:
-                continue
-            storage = tensor.untyped_storage()
-            pointer = storage.data_ptr()
-            if pointer == 0 or pointer in excluded:
-                continue
-            storages[(pointer, storage.nbytes())] = storage.nbytes()
-        return storages, autograd_nodes
+        return storages, len(seen_nodes)
 
     def _take_census(self, optimizer_step):
         """The census's bytes, storages and autograd nodes, the births updated. Its temporary
