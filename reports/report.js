@@ -94,9 +94,14 @@
     var name = str(s.name) || str(s.file) || ('scenario #' + (i + 1));
     return engineOf(s) === 'reference' ? name : name + ' [' + engineOf(s) + ']';
   }
-  // Engines in release order: the reference engine first, then DeepSpeed's releases by number.
+  // Engines in release order: the reference engine first, then DeepSpeed's releases by number,
+  // then other engines (fsdp2) by name.
   function engineOrder(a, b) {
-    function parts(e) { return e === 'reference' ? [-1] : e.replace(/^\D+/, '').split('.').map(Number); }
+    function parts(e) {
+      if (e === 'reference') return [-1];
+      if (e.indexOf('deepspeed') !== 0) return [1e9];
+      return e.replace(/^\D+/, '').split('.').map(Number);
+    }
     var x = parts(a), y = parts(b);
     for (var i = 0; i < Math.max(x.length, y.length); i++) {
       var d = (x[i] || 0) - (y[i] || 0);
@@ -119,14 +124,27 @@
     names.sort();
     var sec = h('section', {id: 'engine-matrix'}, [h('h2', {text: 'Outcome by engine'}),
       h('p', {cls: 'hint', text: names.length + ' scenarios on ' + engines.length + ' engines. A cell links to that run\u2019s details; an empty cell was not run there.'})]);
-    var head = h('tr', {}, [h('th', {text: 'scenario'})].concat(engines.map(function (e) { return h('th', {text: e}); })));
+    // A row whose engines disagree says why: each engine whose outcome is not the first
+    // engine's, with its diagnosis (an engine's own explanation, "on FSDP2 …") or its finding.
+    function difference(n) {
+      var ran = engines.map(function (e) { return cell[n + '\u0000' + e]; }).filter(Boolean);
+      if (ran.length < 2) return '';
+      var first = ran[0];
+      return ran.filter(function (sc) { return sc.outcome !== first.outcome; }).map(function (sc) {
+        return engineOf(sc.s) + ' ' + sc.outcome + ': ' + (str(sc.s.diagnosis) || oneLine(sc.s));
+      }).join('; ');
+    }
+    var differs = names.some(function (n) { return difference(n) !== ''; });
+    var head = h('tr', {}, [h('th', {text: 'scenario'})].concat(engines.map(function (e) { return h('th', {text: e}); }))
+      .concat(differs ? [h('th', {text: 'why the outcomes differ'})] : []));
     var body = h('tbody');
     names.forEach(function (n) {
-      body.appendChild(h('tr', {}, [h('td', {cls: 'name', text: n})].concat(engines.map(function (e) {
+      var why = difference(n);
+      body.appendChild(h('tr', {cls: why ? 'differs' : null}, [h('td', {cls: 'name', text: n})].concat(engines.map(function (e) {
         var sc = cell[n + '\u0000' + e];
         if (!sc) return h('td', {text: ''});
         return h('td', {title: oneLine(sc.s)}, [h('a', {href: '#scenario=' + encodeURIComponent(sc.key)}, [badge(sc.outcome)])]);
-      }))));
+      })).concat(differs ? [h('td', {cls: 'why', text: why})] : [])));
     });
     sec.appendChild(h('div', {cls: 'table-wrap'}, [h('table', {cls: 'engine-matrix'}, [h('thead', {}, [head]), body])]));
     root.appendChild(sec);

@@ -19,10 +19,10 @@ EngineOption read_engine_option(const std::string& text) {
     option.exit_code = kExitBadInput;
     return option;
   }
-  if (!engine.deepspeed) return option;
+  if (!engine.deepspeed && !engine.fsdp2) return option;
   if (launched_by_mpi()) {
-    std::cerr << "--engine deepspeed starts one DeepSpeed process per rank itself; run it "
-                 "without mpirun or srun\n";
+    std::cerr << "--engine " << text
+              << " starts one Python process per rank itself; run it without mpirun or srun\n";
     option.exit_code = kExitBadInput;
     return option;
   }

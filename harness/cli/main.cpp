@@ -29,7 +29,12 @@ constexpr const char* kDeepSpeedEngineNote =
     "$TRAINREPRO_CACHE/deepspeed-VERSION over the torch trainrepro was built with (your own "
     "Python\n"
     "is never touched); TRAINREPRO_OFFLINE=1 never installs. A release PyPI does not have (or\n"
-    "yanked): exit 2 naming the nearest ones; PyPI unreachable or a failed install: exit 3.\n";
+    "yanked): exit 2 naming the nearest ones; PyPI unreachable or a failed install: exit 3.\n"
+    "--engine fsdp2: PyTorch's own FSDP2 (fully_shard over a CPU mesh, gloo) in the\n"
+    "Python named by TRAINREPRO_FSDP2_PYTHON, else the one whose torch built trainrepro; the\n"
+    "ds_config mapped as the README's table says (\"FSDP2 as the engine under test\"). What FSDP2\n"
+    "has no counterpart for (DeepSpeed's config errors, fp16 loss scaling, Lamb, its schedulers\n"
+    "and Trainer loop) is skipped with the reason.\n";
 
 // --device as the scenario format spells it; empty (not given) means no override.
 std::optional<trainrepro::DeviceChoice> device_choice_from(const std::string& spelling) {
@@ -157,7 +162,9 @@ int main(int argc, char** argv) {
                   "what trains each scenario: reference (the C++ engine, the default), "
                   "deepspeed (the real DeepSpeed in the Python named by "
                   "TRAINREPRO_DEEPSPEED_PYTHON, else python3 on the PATH) or "
-                  "deepspeed==VERSION (that release, installed into trainrepro's cache)");
+                  "deepspeed==VERSION (that release, installed into trainrepro's cache) or "
+                  "fsdp2 (PyTorch's FSDP2 in the Python named by TRAINREPRO_FSDP2_PYTHON, else "
+                  "the one whose torch built trainrepro)");
   run->footer(std::string(kExitCodes) + kDeepSpeedEngineNote);
 
   BisectArgs bisect_args;

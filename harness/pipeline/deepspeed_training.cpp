@@ -96,6 +96,47 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
   return std::nullopt;
 }
 
+std::optional<std::string> unsupported_by_fsdp2_worker(const Scenario& scenario,
+                                                       const Plan& plan) {
+  const std::string none = "skipped: --engine fsdp2: no FSDP2 counterpart: ";
+  const std::string not_yet = "skipped: not yet on --engine fsdp2: ";
+  if (plan.device == Device::cuda) {
+    return not_yet + "CUDA (the worker trains on the CPU in this slice; run with --device cpu)";
+  }
+  if (std::holds_alternative<TorchScriptOptions>(scenario.model.options)) {
+    return not_yet + "TorchScript user models (torch.jit.load in the worker)";
+  }
+  if (plan.precision == Precision::fp16) {
+    return none + "fp16 with DeepSpeed's dynamic loss scaling (/deepspeed/fp16)";
+  }
+  if (plan.precision == Precision::bf16) {
+    return not_yet + "bf16 (/deepspeed/bf16: torch's MixedPrecisionPolicy is not mapped yet)";
+  }
+  if (scenario.trainer) return none + "the Hugging Face Trainer's DeepSpeed loop (/hf_trainer)";
+  if (!scenario.deepspeed.client_optimizer && plan.optimizer.kind == OptimizerKind::lamb) {
+    return none + "DeepSpeed's FusedLamb (/deepspeed/optimizer/type)";
+  }
+  if (plan.lr_schedule) {
+    return not_yet + "the config's scheduler (/deepspeed/scheduler: DeepSpeed's own classes, not "
+                     "mapped to a torch scheduler yet)";
+  }
+  if (scenario.deepspeed.offload_optimizer_device != "none") {
+    return not_yet + "ZeRO offload (/deepspeed/zero_optimization/offload_optimizer)";
+  }
+  if (!plan.managed_gradient_accumulation) {
+    return none + "managed_gradient_accumulation false (/deepspeed: DeepSpeed's own counter)";
+  }
+  if (scenario.loop.forward == ForwardHabit::module) {
+    return none + "a forward around DeepSpeed's engine hooks (/loop/forward \"module\")";
+  }
+  if (scenario.loop.clip_grad_norm > 0.0) {
+    return not_yet + "the loop's own clip_grad_norm (/loop/clip_grad_norm)";
+  }
+  const std::string memory = memory_not_judged_on_deepspeed(scenario);
+  if (!memory.empty()) return not_yet + memory;
+  return std::nullopt;
+}
+
 nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
   const nlohmann::json written = read_json_file(scenario.file);
   nlohmann::json job = {{"deepspeed", scenario.deepspeed.received},
@@ -136,16 +177,46 @@ nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
   return job;
 }
 
-std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const Golden& golden,
+nlohmann::json fsdp2_job(const Scenario& scenario, const Plan& plan, const Golden& golden) {
+  nlohmann::json job = deepspeed_job(scenario, golden);
+  const OptimizerConfig& optimizer = plan.optimizer;
+  const char* kinds[] = {"sgd", "adam", "adamw", "lamb"};
+  job["engine"] = "fsdp2";
+  job["fsdp2"] = {
+      {"train_micro_batch_size_per_gpu", plan.batch.micro_batch_per_gpu},
+      {"gradient_accumulation_steps", plan.batch.gradient_accumulation_steps},
+      {"gradient_clipping", plan.gradient_clipping},
+      {"zero_stage", plan.zero_stage},
+      {"optimizer",
+       {{"kind", kinds[static_cast<int>(optimizer.kind)]},
+        {"type_as_written", optimizer.type_as_written},
+        {"lr", optimizer.lr},
+        {"beta1", optimizer.beta1},
+        {"beta2", optimizer.beta2},
+        {"eps", optimizer.eps},
+        {"weight_decay", optimizer.weight_decay},
+        {"decoupled_weight_decay", optimizer.decoupled_weight_decay},
+        {"momentum", optimizer.momentum},
+        {"dampening", optimizer.dampening},
+        {"nesterov", optimizer.nesterov}}}};
+  return job;
+}
+
+std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const Plan& plan,
+                                                const Golden& golden,
                                                 const DeepSpeedPython& python,
                                                 int timeout_seconds) {
+  const bool fsdp2 = python.versions.engine == "fsdp2";
+  const std::string engine = fsdp2 ? "FSDP2" : "DeepSpeed";
   WorkerTrace worker;
   try {
-    worker = run_deepspeed_worker(python, deepspeed_job(scenario, golden), timeout_seconds,
-                                  golden.parameter_names, golden.initial_parameters);
+    worker = run_deepspeed_worker(
+        python, fsdp2 ? fsdp2_job(scenario, plan, golden) : deepspeed_job(scenario, golden),
+        timeout_seconds, golden.parameter_names, golden.initial_parameters);
   } catch (const WorkerTraceError& error) {
     return worker_verdict(Outcome::error, ErrorSource::infrastructure,
-                          scenario.file + ": --engine deepspeed: " + error.what());
+                          scenario.file + ": --engine " + python.versions.engine + ": " +
+                              error.what());
   }
   switch (worker.status) {
     case WorkerStatus::skipped:
@@ -159,7 +230,7 @@ std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const 
     case WorkerStatus::error:
     case WorkerStatus::invalid:
       return worker_verdict(Outcome::error, ErrorSource::infrastructure,
-                            scenario.file + ": the DeepSpeed worker raised: " + worker.reason +
+                            scenario.file + ": the " + engine + " worker raised: " + worker.reason +
                                 "\n" + traceback_tail(worker.traceback, 6));
     case WorkerStatus::trained:
       break;
@@ -171,8 +242,9 @@ std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const 
   trace.frozen_parameter_names = golden.frozen_parameter_names;
   trace.frozen_parameters = golden.frozen_parameters;
   trace.model_states_not_measured =
-      "the deepspeed engine does not measure ZeRO's model states (the worker's census counts "
-      "live tensors, not partitions)";
+      "the " + python.versions.engine +
+      " engine does not measure ZeRO's model states (the worker's census counts live tensors, "
+      "not partitions)";
   return trace;
 }
 

@@ -29,6 +29,7 @@
 #include "harness/memory/cuda_memory.h"
 #include "harness/memory/host_memory.h"
 #include "harness/pipeline/deepspeed_training.h"
+#include "harness/verdict/fsdp2_difference.h"
 #include "harness/pipeline/resource_check.h"
 #include "harness/report/results_json.h"
 #include "harness/scenario/load_scenario.h"
@@ -276,7 +277,9 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
   // with float32 tolerances there (the golden stays float64).
   Plan plan = resolved;
   if (options.deepspeed) {
-    if (auto reason = unsupported_by_deepspeed_worker(scenario, plan)) {
+    const bool fsdp2 = options.deepspeed->versions.engine == "fsdp2";
+    if (auto reason = fsdp2 ? unsupported_by_fsdp2_worker(scenario, plan)
+                            : unsupported_by_deepspeed_worker(scenario, plan)) {
       result.verdict = skipped_verdict(*reason);
       return;
     }
@@ -284,9 +287,10 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
       plan.dtype = EngineDtype::float32;
       result.plan = plan;
       result.warnings.push_back(scenario.file +
-                                ":/dtype: float64 is the reference engine's; "
-                                "--engine deepspeed trains the module in float32 and is judged "
-                                "with float32 tolerances");
+                                ":/dtype: float64 is the reference engine's; --engine " +
+                                options.deepspeed->versions.engine +
+                                " trains the module in float32 and is judged with float32 "
+                                "tolerances");
     }
   } else if (auto reason = unsupported_by_engine(scenario, plan)) {
     result.verdict = error_verdict(ErrorSource::scenario, *reason);
@@ -339,8 +343,8 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
   Trace trace;
   try {
     if (options.deepspeed) {
-      auto trained =
-          train_on_deepspeed(scenario, golden, *options.deepspeed, options.rank_timeout_seconds);
+      auto trained = train_on_deepspeed(scenario, plan, golden, *options.deepspeed,
+                                        options.rank_timeout_seconds);
       if (auto* verdict = std::get_if<Verdict>(&trained)) {
         result.verdict = std::move(*verdict);
         return;
@@ -481,7 +485,8 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
   // the run should show, here, before any judge reads the expectation.
   std::optional<ReleaseExpectation> on_release;
   std::optional<Scenario> as_expected_on_release;
-  if (options.deepspeed && written.deepspeed_releases) {
+  if (options.deepspeed && options.deepspeed->versions.engine == "deepspeed" &&
+      written.deepspeed_releases) {
     on_release = expectation_on_release(*written.deepspeed_releases, written.expect,
                                         options.deepspeed->versions.deepspeed);
     as_expected_on_release = written;
@@ -529,10 +534,21 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
 
   if (auto verdict = judge_config(scenario, resolution)) {
     result.verdict = *verdict;
+    // FSDP2 reads no ds_config: what DeepSpeed's config rules say is not FSDP2's to show.
+    if (options.deepspeed && options.deepspeed->versions.engine == "fsdp2") {
+      result.verdict = skipped_verdict(
+          "skipped: --engine fsdp2: no FSDP2 counterpart: the verdict is on the DeepSpeed "
+          "config itself (" + describe_expectation(scenario.expect) + "), which FSDP2 does not read");
+    }
   } else {
     run_training_stage(scenario, std::get<Plan>(resolution), options, result);
     result.verdict.expected = describe_expectation(scenario.expect);
     add_changed_default(scenario, options, result);
+    if (options.deepspeed && options.deepspeed->versions.engine == "fsdp2") {
+      if (auto difference = fsdp2_difference(scenario, result.verdict)) {
+        result.verdict.diagnosis = *difference;
+      }
+    }
   }
   result.seconds = seconds_since(start);
   return result;

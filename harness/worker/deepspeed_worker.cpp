@@ -8,6 +8,7 @@
 #include "harness/distributed/rank_launcher.h"
 #include "harness/distributed/rank_work_folder.h"
 #include "harness/files/atomic_write.h"
+#include "harness/files/install_locations.h"
 #include "harness/worker/private_folder.h"
 #include "harness/worker/worker_sources.h"
 
@@ -18,21 +19,30 @@ constexpr int kProbeTimeoutSeconds = 300;  // a first `import deepspeed` may bui
 constexpr const char* kVersionsMarker = "TRAINREPRO-VERSIONS ";
 constexpr const char* kWorkerMain = "deepspeed_engine_worker.py";
 
-// Prints the marker and the versions as JSON, or what is missing and exits 3. torch first:
-// deepspeed cannot be imported without it, and saying "deepspeed is missing" would mislead.
+// Prints the marker and the versions as JSON, or what is missing and exits 3; its argument is the
+// engine (deepspeed or fsdp2). torch first: deepspeed cannot be imported without it, and saying
+// "deepspeed is missing" would mislead. FSDP2 is torch's fully_shard (torch 2.6 and later).
 constexpr const char* kProbeProgram = R"py(import json, platform, sys
+engine = sys.argv[1]
 try:
     import torch
 except Exception as error:
     print(f"missing: torch ({type(error).__name__}: {error})")
     sys.exit(3)
+found = {"engine": engine, "torch": torch.__version__.split("+")[0],
+         "python": platform.python_version()}
 try:
-    import deepspeed
+    if engine == "fsdp2":
+        from torch.distributed.fsdp import fully_shard
+        import safetensors
+    else:
+        import deepspeed
+        found["deepspeed"] = deepspeed.__version__
 except Exception as error:
-    print(f"missing: deepspeed ({type(error).__name__}: {error})")
+    what = "torch.distributed.fsdp.fully_shard or safetensors" if engine == "fsdp2" else engine
+    print(f"missing: {what} ({type(error).__name__}: {error})")
     sys.exit(3)
-print("TRAINREPRO-VERSIONS " + json.dumps({"deepspeed": deepspeed.__version__,
-      "torch": torch.__version__.split("+")[0], "python": platform.python_version()}))
+print("TRAINREPRO-VERSIONS " + json.dumps(found))
 )py";
 
 std::string last_line_with(const std::string& output, const std::string& marker) {
@@ -77,41 +87,60 @@ DeepSpeedPython find_deepspeed_python() {
                                   "choose another)"));
 }
 
+DeepSpeedPython find_fsdp2_python() {
+  const char* given = std::getenv("TRAINREPRO_FSDP2_PYTHON");
+  const bool chosen = given != nullptr && *given != '\0';
+  const std::string program = chosen ? given : torch_python_executable();
+  return probe_worker_python({program}, program + (chosen ? " (TRAINREPRO_FSDP2_PYTHON)"
+                                                          : " (the Python whose torch built "
+                                                            "trainrepro; set "
+                                                            "TRAINREPRO_FSDP2_PYTHON to choose "
+                                                            "another)"),
+                             "fsdp2");
+}
+
 DeepSpeedPython probe_deepspeed_python(std::vector<std::string> command, const std::string& named) {
+  return probe_worker_python(std::move(command), named, "deepspeed");
+}
+
+DeepSpeedPython probe_worker_python(std::vector<std::string> command, const std::string& named,
+                                    const std::string& engine) {
   ::setenv("DS_ACCELERATOR", "cpu", /*overwrite=*/0);  // the worker trains on the CPU
+  const std::string option = "--engine " + engine;
   DeepSpeedPython python;
   python.command = std::move(command);
   python.named = named;
   PrivateFolder folder;
   RankLaunch launch;
   std::vector<std::string> arguments = python.command;
-  arguments.insert(arguments.end(), {"-c", kProbeProgram});
+  arguments.insert(arguments.end(), {"-c", kProbeProgram, engine});
   try {
     launch =
         launch_process_group(arguments, kProbeTimeoutSeconds, folder.path() + "/probe-output.txt");
   } catch (const std::runtime_error& error) {
-    throw DeepSpeedPythonError("--engine deepspeed: cannot run " + named + ": " + error.what());
+    throw DeepSpeedPythonError(option + ": cannot run " + named + ": " + error.what());
   }
   end_if_stopped(launch, folder);
   const std::string versions_text = last_line_with(launch.output, kVersionsMarker);
   if (launch.exit_code != 0 || versions_text.empty()) {
     const std::string missing = last_line_with(launch.output, "missing: ");
     if (!missing.empty()) {
-      throw DeepSpeedPythonError("--engine deepspeed: " + named + " has no " + missing +
-                                 "; install deepspeed into that Python, or name one that has it");
+      throw DeepSpeedPythonError(option + ": " + named + " has no " + missing +
+                                 "; install it into that Python, or name one that has it");
     }
     throw DeepSpeedPythonError(
-        "--engine deepspeed: " + named +
+        option + ": " + named +
         (launch.timed_out ? " did not answer within " + std::to_string(kProbeTimeoutSeconds) + " s"
                           : " failed (exit code " + std::to_string(launch.exit_code) + ")") +
-        " when asked for torch and deepspeed; its output:\n" + launch.output);
+        " when asked for its torch" + (engine == "deepspeed" ? " and deepspeed" : "") +
+        "; its output:\n" + launch.output);
   }
   const nlohmann::json versions = nlohmann::json::parse(versions_text, nullptr, false);
   if (!versions.is_object()) {
-    throw DeepSpeedPythonError("--engine deepspeed: " + named + " answered " + versions_text);
+    throw DeepSpeedPythonError(option + ": " + named + " answered " + versions_text);
   }
   python.versions = {versions.value("deepspeed", ""), versions.value("torch", ""),
-                     versions.value("python", "")};
+                     versions.value("python", ""), engine};
   return python;
 }
 
@@ -140,7 +169,7 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
   remove_shared_memory_buffers(prefix + ".port");
   end_if_stopped(launch, folder);
   if (launch.timed_out) {
-    throw WorkerTraceError("the DeepSpeed worker did not finish within " +
+    throw WorkerTraceError("the " + std::string(python.versions.engine == "fsdp2" ? "FSDP2" : "DeepSpeed") + " worker did not finish within " +
                            std::to_string(timeout_seconds) +
                            " s (--rank-timeout) and was "
                            "killed; its output:\n" +

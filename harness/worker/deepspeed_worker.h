@@ -1,6 +1,7 @@
-// The real DeepSpeed as the engine under test: the Python that has it, and one worker process
-// (python/trainrepro_worker/deepspeed_engine_worker.py, compiled in) that trains a job and
-// writes its trace into a private folder removed afterwards.
+// The real DeepSpeed (or PyTorch's FSDP2) as the engine under test: the Python that has it, and
+// one worker process (python/trainrepro_worker/deepspeed_engine_worker.py, compiled in) that
+// trains a job and writes its trace into a private folder removed afterwards. DeepSpeedPython
+// names the Python of either engine (versions.engine says which).
 #pragma once
 #include <stdexcept>
 #include <string>
@@ -37,6 +38,14 @@ DeepSpeedPython find_deepspeed_python();
 // deepspeed with DS_ACCELERATOR=cpu unless the environment says otherwise). Throws
 // DeepSpeedPythonError naming it (`named`) and what is missing.
 DeepSpeedPython probe_deepspeed_python(std::vector<std::string> command, const std::string& named);
+
+// `--engine fsdp2`: TRAINREPRO_FSDP2_PYTHON when set and not empty, else the Python whose torch
+// built trainrepro, asked for torch's fully_shard and safetensors.
+DeepSpeedPython find_fsdp2_python();
+
+// probe_deepspeed_python for either engine ("deepspeed" or "fsdp2": torch alone).
+DeepSpeedPython probe_worker_python(std::vector<std::string> command, const std::string& named,
+                                    const std::string& engine);
 
 // Writes the compiled-in Python files (python/trainrepro_worker) into `folder`.
 void write_worker_sources(const std::string& folder);

@@ -131,12 +131,13 @@ std::vector<std::string> deepspeed_releases_between(const std::string& good,
 EngineChoice parse_engine_choice(const std::string& text) {
   if (text == "reference") return {};
   if (text == "deepspeed") return {true, std::nullopt};
+  if (text == "fsdp2") return {false, std::nullopt, true};
   static const std::regex pinned(R"(deepspeed==(\d+\.\d+\.\d+))");
   std::smatch match;
   if (std::regex_match(text, match, pinned)) return {true, match[1].str()};
   throw std::invalid_argument(
-      "--engine: expected reference, deepspeed or deepspeed==VERSION "
-      "(a release as MAJOR.MINOR.PATCH, e.g. deepspeed==0.18.6); found \"" +
+      "--engine: expected reference, deepspeed, deepspeed==VERSION "
+      "(a release as MAJOR.MINOR.PATCH, e.g. deepspeed==0.18.6) or fsdp2; found \"" +
       text + "\"");
 }
 
@@ -179,6 +180,7 @@ DeepSpeedPython managed_deepspeed_python(const std::string& release) {
 }
 
 DeepSpeedPython deepspeed_python_for(const EngineChoice& choice) {
+  if (choice.fsdp2) return find_fsdp2_python();
   return choice.release ? managed_deepspeed_python(*choice.release) : find_deepspeed_python();
 }
 

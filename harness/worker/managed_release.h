@@ -13,14 +13,16 @@
 
 namespace trainrepro {
 
-// What `--engine` names: the reference engine, the user's DeepSpeed, or one release.
+// What `--engine` names: the reference engine, the user's DeepSpeed, one release, or PyTorch's
+// FSDP2.
 struct EngineChoice {
   bool deepspeed = false;
   std::optional<std::string> release;  // "0.18.6" for deepspeed==0.18.6
+  bool fsdp2 = false;
 };
 
-// Reads "reference", "deepspeed" or "deepspeed==MAJOR.MINOR.PATCH"; throws std::invalid_argument
-// saying what was expected.
+// Reads "reference", "deepspeed", "deepspeed==MAJOR.MINOR.PATCH" or "fsdp2"; throws
+// std::invalid_argument saying what was expected.
 EngineChoice parse_engine_choice(const std::string& text);
 
 // PyPI has no such release, or it was yanked (exit 2); the message names the nearest ones.
@@ -44,7 +46,8 @@ DeepSpeedPython managed_deepspeed_python(const std::string& release);
 std::vector<std::string> deepspeed_releases_between(const std::string& good,
                                                     const std::string& bad);
 
-// The engine named on the command line, ready to train: the user's Python or the release's.
+// The engine named on the command line, ready to train: the user's Python, the release's, or for
+// FSDP2 a Python with torch (find_fsdp2_python).
 DeepSpeedPython deepspeed_python_for(const EngineChoice& choice);
 
 }  // namespace trainrepro

@@ -151,8 +151,9 @@ void read_trained(const nlohmann::json& json, const std::string& prefix,
 }  // namespace
 
 std::string engine_description(const WorkerVersions& versions) {
-  return "deepspeed " + versions.deepspeed + " (torch " + versions.torch + ", python " +
-         versions.python + ")";
+  const std::string engine =
+      versions.engine == "deepspeed" ? "deepspeed " + versions.deepspeed : versions.engine;
+  return engine + " (torch " + versions.torch + ", python " + versions.python + ")";
 }
 
 WorkerTrace read_worker_trace(const std::string& prefix,
@@ -168,9 +169,10 @@ WorkerTrace read_worker_trace(const std::string& prefix,
     read.traceback = json.value("traceback", "");
     if (json.contains("versions")) {
       const nlohmann::json& versions = json.at("versions");
-      read.versions = {versions.at("deepspeed").get<std::string>(),
+      const std::string engine = versions.value("engine", "deepspeed");
+      read.versions = {engine == "deepspeed" ? versions.at("deepspeed").get<std::string>() : "",
                        versions.at("torch").get<std::string>(),
-                       versions.at("python").get<std::string>()};
+                       versions.at("python").get<std::string>(), engine};
     }
     if (read.status == WorkerStatus::trained) {
       read_trained(json, prefix, parameter_names, initial_parameters, expect_memory, read.trace);

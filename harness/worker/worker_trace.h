@@ -25,12 +25,13 @@ enum class WorkerStatus {
 };
 
 struct WorkerVersions {
-  std::string deepspeed;
+  std::string deepspeed;  // empty for FSDP2
   std::string torch;
   std::string python;
+  std::string engine = "deepspeed";  // or "fsdp2": torch's own, no DeepSpeed
 };
 
-// "deepspeed 0.19.8 (torch 2.11.0, python 3.11.7)"
+// "deepspeed 0.19.8 (torch 2.11.0, python 3.11.7)", "fsdp2 (torch 2.11.0, python 3.11.7)"
 std::string engine_description(const WorkerVersions& versions);
 
 struct WorkerTrace {

@@ -1,4 +1,5 @@
-"""`trainrepro run --engine deepspeed`: one rank of a scenario trained by the real DeepSpeed,
+"""`trainrepro run --engine deepspeed` (and `--engine fsdp2`): one rank of a scenario trained by the
+real DeepSpeed (ds_worker.py) or by PyTorch's FSDP2 (fsdp2_worker.py, JOB["engine"] "fsdp2"),
 written out as the trace trainrepro's reference engine produces (harness/loop/trace.h).
 
 Usage: deepspeed_engine_worker.py JOB.json
@@ -67,10 +68,13 @@ def check_samples(job, torch, zoo):
                                f"data/{what}: {job['golden']['file']}")
 
 
-def versions(torch):
-    import deepspeed
-    return {"deepspeed": deepspeed.__version__, "torch": torch.__version__.split("+")[0],
-            "python": platform.python_version()}
+def versions(torch, engine):
+    found = {"engine": engine, "torch": torch.__version__.split("+")[0],
+             "python": platform.python_version()}
+    if engine == "deepspeed":
+        import deepspeed
+        found["deepspeed"] = deepspeed.__version__
+    return found
 
 
 def trace_of(record, names):
@@ -159,18 +163,22 @@ def main():
     started = time.time()
     try:
         import torch
-        import ds_worker
         import zoo
+        engine = job.get("engine", "deepspeed")
+        if engine == "fsdp2":
+            import fsdp2_worker as worker
+        else:
+            import ds_worker as worker
         torch.set_num_threads(1)
         torch.set_default_dtype(torch.float32)
-        out["versions"] = versions(torch)
+        out["versions"] = versions(torch, engine)
         check_samples(job, torch, zoo)
         record = {"rank": rank, "world_size": world_size, "error": None}
         make_memory_probe = None
         if job.get("memory"):
             import memory_census
             make_memory_probe = memory_census.MemoryCensus
-        ds_worker.run(job, rank, world_size, record, make_memory_probe)
+        worker.run(job, rank, world_size, record, make_memory_probe)
         refusal = record.get("initialize_error")
         if refusal:
             message = f"{refusal['type']}: {refusal['message']}"
@@ -188,13 +196,15 @@ def main():
     except Exception as exception:  # noqa: BLE001 - every failure is reported, with its trace
         if type(exception).__name__ == "GradientsUnreadable":  # ds_worker's: skipped, with why
             out.update(status="skipped", reason=f"--engine deepspeed: {exception}")
+        elif type(exception).__name__ == "NotExpressible":  # fsdp2_worker's: skipped, with why
+            out.update(status="skipped", reason=f"--engine fsdp2: {exception}")
         else:
             out.update(status="error", reason=f"{type(exception).__name__}: {exception}",
                        traceback=traceback.format_exc()[-4000:])
     out["seconds"] = time.time() - started
     write_json_atomically(prefix + ".json", out)
     try:
-        import deepspeed.comm as dist
+        import torch.distributed as dist
         if dist.is_initialized():
             dist.destroy_process_group()
     except Exception:  # noqa: BLE001 - the trace is written; nothing else matters now

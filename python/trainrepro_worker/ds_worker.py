@@ -74,6 +74,92 @@ def as_accelerate_offloads(optimizer):
     return DeepSpeedCPUAdam(optimizer.param_groups, adamw_mode=True, **defaults)
 
 
+def module_of_job(job):
+    """The scenario's model in float32 and the names of its trainable parameters: from the
+    golden's initial weights; for an exported script (no golden file), trainrepro's own seeded
+    initialisation with the user's frozen parameters frozen; for a config trainrepro says the
+    engine refuses (no golden), the model's own initialisation."""
+    golden = job.get("golden")
+    if golden:
+        from safetensors.torch import load_file
+        tensors = load_file(golden["file"])
+        names = golden["parameters"]
+        module = zoo.build_model(job["model"], names,
+                                 {n: tensors[f"init/{n}"] for n in names}, torch.float32)
+        del tensors  # copied into the module: the golden's file is not the training's memory
+        return module, names
+    if job.get("seeded"):
+        module = zoo.build_model_with_defaults(job["model"])
+        zoo.initialise_as_trainrepro(module, job["model"].get("seed", 0))
+        module = module.float()
+        for name, parameter in module.named_parameters():
+            if any(zoo.is_within(name, entry) for entry in job["model"].get("frozen", [])):
+                parameter.requires_grad_(False)
+        return module, [n for n, p in module.named_parameters() if p.requires_grad]
+    torch.manual_seed(job["model"].get("seed", 0))
+    module = zoo.build_model_with_defaults(job["model"])
+    return module, [n for n, _ in module.named_parameters()]
+
+
+def keeper_of(loop):
+    """What the user's loop keeps across steps (scenario "loop.keep"), every micro-step, as
+    harness/loop/kept_across_steps.cpp keeps it, as a function of (loss, outputs); None for
+    nothing. Raises ValueError for a habit no worker loop performs."""
+    keep = loop.get("keep", "nothing")
+    keepers = {
+        "nothing": None,
+        "loss_item": lambda loss, outputs: loss.item(),
+        "loss_with_graph": lambda loss, outputs: loss,
+        "loss_detached": lambda loss, outputs: loss.detach(),
+        "loss_on_cpu": lambda loss, outputs: loss.detach().cpu(),
+        "outputs_with_graph": lambda loss, outputs: outputs,
+        "outputs_detached": lambda loss, outputs: outputs.detach(),
+        "outputs_on_cpu": lambda loss, outputs: outputs.detach().cpu(),
+        # Once per optimizer step at ZeRO-3, not per micro-step: not performed here (the oracle
+        # judges their gradients only; `run --engine deepspeed` skips them with the reason).
+        "gathered_parameters": None,
+        "gathered_parameter_norms": None,
+    }
+    if keep not in keepers:
+        raise ValueError(f"loop.keep {keep!r}: the worker keeps none of "
+                         f"{', '.join(k for k in keepers)} that way")
+    return keepers[keep]
+
+
+class Evaluation:
+    """The loop's evaluation (scenario "loop.evaluation"): `batches` micro-batches of the
+    evaluation samples through `forward`, under no_grad unless the habit omits it, each loss
+    added to a number or (sum_as_tensor) to a tensor kept across evaluations."""
+
+    def __init__(self, spec, source, micro_batch, module, forward):
+        self.spec = {"every": 1, "batches": 1, "no_grad": True, "sum_as_tensor": False,
+                     "backward": False}
+        self.spec.update(spec)
+        self.source, self.micro_batch, self.module, self.forward = (
+            source, micro_batch, module, forward)
+        self.done = 0
+        self.tensor_sum, self.value_sum = None, 0.0
+
+    def due(self, steps_done, steps_wanted):
+        return steps_done % self.spec["every"] == 0 and steps_done < steps_wanted
+
+    def __call__(self):
+        spec, micro_batch = self.spec, self.micro_batch
+        with torch.set_grad_enabled(not spec["no_grad"]):
+            for b in range(spec["batches"]):
+                first = EVALUATION_FIRST_SAMPLE + (self.done * spec["batches"] + b) * micro_batch
+                batch = self.source.samples(first, first + micro_batch)
+                outputs = self.forward(batch.inputs).float()
+                loss = self.module.loss_sum(outputs, batch) / batch.items
+                if spec["backward"]:
+                    loss.backward()
+                if spec["sum_as_tensor"]:
+                    self.tensor_sum = loss if self.tensor_sum is None else self.tensor_sum + loss
+                else:
+                    self.value_sum += loss.item()
+        self.done += 1
+
+
 def run(job, rank, world_size, record, make_memory_probe=None):
     """Trains JOB on this rank, filling RECORD. With make_memory_probe (memory_census.MemoryCensus,
     called with a function that lists the worker's own tensors), memory is sampled where the
@@ -84,28 +170,8 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     record["deepspeed_version"] = deepspeed.__version__
     deepspeed.init_distributed(dist_backend="gloo")
 
+    module, names = module_of_job(job)
     golden = job.get("golden")
-    if golden:
-        from safetensors.torch import load_file
-        tensors = load_file(golden["file"])
-        names = golden["parameters"]
-        module = zoo.build_model(job["model"], names,
-                                 {n: tensors[f"init/{n}"] for n in names}, torch.float32)
-        del tensors  # copied into the module: the golden's file is not the training's memory
-    elif job.get("seeded"):  # an exported script (trainrepro export --python): no golden file,
-        # trainrepro's own seeded initialisation, the user's frozen parameters frozen
-        module = zoo.build_model_with_defaults(job["model"])
-        zoo.initialise_as_trainrepro(module, job["model"].get("seed", 0))
-        module = module.float()
-        for name, parameter in module.named_parameters():
-            if any(zoo.is_within(name, entry) for entry in job["model"].get("frozen", [])):
-                parameter.requires_grad_(False)
-        names = [n for n, p in module.named_parameters() if p.requires_grad]
-    else:  # a config trainrepro says DeepSpeed refuses: no golden, the model's own initialisation
-        torch.manual_seed(job["model"].get("seed", 0))
-        module = zoo.build_model_with_defaults(job["model"])
-        names = [n for n, _ in module.named_parameters()]
-
     module.checkpointing = job["loop"].get("activation_checkpointing", "none")
     model_parameters = list(module.parameters())
     if job.get("parameter_groups"):
@@ -271,50 +337,10 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         inner_optimizer(optimizer).register_step_post_hook(lambda *_: record_step())
 
     evaluation = loop.get("evaluation")
-    evaluations_done = [0]
-    # What the evaluation adds up across evaluations: a number, or (sum_as_tensor) a tensor.
-    evaluation_sum = {"tensor": None, "value": 0.0}
-
-    def evaluate():
-        spec = {"every": 1, "batches": 1, "no_grad": True, "sum_as_tensor": False, "backward": False}
-        spec.update(evaluation)
-        with torch.set_grad_enabled(not spec["no_grad"]):
-            for b in range(spec["batches"]):
-                first = EVALUATION_FIRST_SAMPLE + (evaluations_done[0] * spec["batches"] + b) * micro_batch
-                batch = source.samples(first, first + micro_batch)
-                outputs = engine(low_precision(batch.inputs)).float()
-                loss = module.loss_sum(outputs, batch) / batch.items
-                if spec["backward"]:
-                    loss.backward()
-                if spec["sum_as_tensor"]:
-                    running = evaluation_sum["tensor"]
-                    evaluation_sum["tensor"] = loss if running is None else running + loss
-                else:
-                    evaluation_sum["value"] += loss.item()
-        evaluations_done[0] += 1
-
-    # What the user's loop keeps across steps (scenario "loop.keep"), every micro-step, as
-    # harness/loop/kept_across_steps.cpp keeps it: a Python list it appends to.
-    keep = loop.get("keep", "nothing")
+    evaluate = Evaluation(evaluation, source, micro_batch, module,
+                          lambda inputs: engine(low_precision(inputs))) if evaluation else None
+    keeper = keeper_of(loop)
     kept = []
-    keepers = {
-        "nothing": None,
-        "loss_item": lambda loss, outputs: loss.item(),
-        "loss_with_graph": lambda loss, outputs: loss,
-        "loss_detached": lambda loss, outputs: loss.detach(),
-        "loss_on_cpu": lambda loss, outputs: loss.detach().cpu(),
-        "outputs_with_graph": lambda loss, outputs: outputs,
-        "outputs_detached": lambda loss, outputs: outputs.detach(),
-        "outputs_on_cpu": lambda loss, outputs: outputs.detach().cpu(),
-        # Once per optimizer step at ZeRO-3, not per micro-step: not performed here (the oracle
-        # judges their gradients only; `run --engine deepspeed` skips them with the reason).
-        "gathered_parameters": None,
-        "gathered_parameter_norms": None,
-    }
-    if keep not in keepers:
-        raise ValueError(f"loop.keep {keep!r}: the DeepSpeed worker keeps none of "
-                         f"{', '.join(k for k in keepers)} that way")
-    keeper = keepers[keep]
 
     # The worker's own tensors (recorded gradients and parameters, the gradients of a step about
     # to be recorded): never the training's memory.
@@ -459,8 +485,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         sample_memory("micro_step", m)
         if steps_done > steps_before:
             sample_memory("boundary", m)
-        if (steps_done > steps_before and evaluation and steps_done % evaluation.get("every", 1) == 0
-                and steps_done < steps_wanted):
+        if steps_done > steps_before and evaluate and evaluate.due(steps_done, steps_wanted):
             sample_memory("before_evaluation", m)
             evaluate()
             sample_memory("after_evaluation", m)

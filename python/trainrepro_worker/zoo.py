@@ -9,6 +9,7 @@ import contextlib
 import math
 
 import torch
+import torch.utils.checkpoint
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -103,10 +104,15 @@ class SampleSource:
 # --- models (models/mlp_model.cpp, models/gpt_model.cpp) --------------------------------------
 def run_block(module, block, *args):
     """A block as the loop's "activation_checkpointing" habit runs it: through DeepSpeed's own
-    checkpoint functions (reentrant or not), or plainly."""
+    checkpoint functions (reentrant or not), or torch's (module.checkpoint_library "torch": the
+    FSDP2 worker, no DeepSpeed), or plainly."""
     mode = getattr(module, "checkpointing", "none")
     if mode == "none" or not torch.is_grad_enabled():
         return block(*args)
+    if getattr(module, "checkpoint_library", "deepspeed") == "torch":
+        if mode not in ("reentrant", "non_reentrant"):
+            raise ValueError(f"unknown activation_checkpointing {mode!r}")
+        return torch.utils.checkpoint.checkpoint(block, *args, use_reentrant=mode == "reentrant")
     import deepspeed  # deepspeed.checkpointing is runtime.activation_checkpointing.checkpointing
     if mode == "reentrant":
         return deepspeed.checkpointing.checkpoint(block, *args)

@@ -1,7 +1,7 @@
-"""`trainrepro run --engine deepspeed` gives the reference engine's verdicts (issue 34, first slice).
+"""`trainrepro run --engine deepspeed` (or `--engine fsdp2`) gives the reference engine's verdicts.
 
-Usage: compare_engines.py [--no-skips] [--exceptions FILE] TRAINREPRO [--engine deepspeed==VERSION]
-                          SCENARIO_OR_FOLDER...
+Usage: compare_engines.py [--no-skips] [--exceptions FILE] TRAINREPRO
+                          [--engine deepspeed==VERSION | --engine fsdp2] SCENARIO_OR_FOLDER...
 Runs the scenarios on both engines (`--results` into a temporary folder) and compares each
 scenario's outcome and diagnosis kinds. A scenario the DeepSpeed engine skips (with its reason)
 is listed, not compared; every other must have the reference engine's outcome and diagnoses.
@@ -13,7 +13,9 @@ that release into its cache when missing (the first run pays for it), and nothin
 With --no-skips a scenario the DeepSpeed engine skips is a disagreement. With --exceptions FILE (a
 JSON object: scenario name -> why its verdicts differ), a listed scenario that disagrees is printed
 as an EXCEPTION with its why and does not fail the run; a listed one that agrees fails it (the
-list must say what is true today).
+list must say what is true today). With --engine fsdp2 (no DeepSpeed needed: the Python whose
+torch built trainrepro), a listed exception must also carry trainrepro's own explanation of the
+difference in its result's diagnosis ("on FSDP2 …").
 """
 import json
 import os
@@ -74,6 +76,7 @@ def main():
     env = dict(os.environ, TRAINREPRO_DEEPSPEED_PYTHON=python)
     probe = subprocess.run([python, "-c", "import torch, deepspeed"], capture_output=True,
                            text=True, env=env) if engine == "deepspeed" else None
+    engine_name = engine.split("==")[0]  # as results name it: "deepspeed 0.19.8 (…)", "fsdp2 (…)"
     if probe is not None and probe.returncode != 0:
         print(f"SKIP: {python} cannot import torch and deepspeed "
               f"(install with tests/deepspeed_oracle/install_deepspeed.sh, or set "
@@ -93,22 +96,26 @@ def main():
     for name, ours in sorted(reference.items()):
         theirs = deepspeed.get(name)
         if theirs is None:
-            disagree.append(f"{name}: no result from --engine deepspeed")
+            disagree.append(f"{name}: no result from --engine {engine}")
             continue
         if theirs["outcome"] == "skipped" and ours["outcome"] != "skipped":
             (disagree if no_skips else skipped).append(f"{name}: {theirs.get('found', '')}")
             continue
-        line = f"{name}: reference {ours['outcome']}, deepspeed {theirs['outcome']}"
-        if not theirs.get("engine", "").startswith("deepspeed "):
+        line = f"{name}: reference {ours['outcome']}, {engine_name} {theirs['outcome']}"
+        if not theirs.get("engine", "").startswith(engine_name + " "):
             disagree.append(f"{line}: the result names the engine {theirs.get('engine')!r}")
         elif theirs["outcome"] == ours["outcome"] and diagnoses(theirs) != diagnoses(ours):
             disagree.append(f"{line}, but the diagnoses differ: reference {diagnoses(ours)}, "
-                            f"deepspeed {diagnoses(theirs)}: {theirs.get('found', '')[:600]}")
+                            f"{engine_name} {diagnoses(theirs)}: {theirs.get('found', '')[:600]}")
         elif theirs["outcome"] == ours["outcome"]:
             agree.append(line + (f" ({', '.join(diagnoses(ours))})" if diagnoses(ours) else ""))
             if name in exceptions:
                 disagree.append(f"{name}: listed in the exceptions ({exceptions[name]}) but the "
                                 f"engines agree now: remove it from the list")
+        elif name in exceptions and engine_name == "fsdp2" and \
+                not (theirs.get("diagnosis") or "").startswith("on FSDP2"):
+            disagree.append(f"{line}: listed, but the result does not explain the difference "
+                            f"(diagnosis {theirs.get('diagnosis', '')!r})")
         elif name in exceptions:
             excepted.append(f"{line}: {exceptions[name]}")
         else:
@@ -124,9 +131,9 @@ def main():
     for line in disagree:
         print("DISAGREE  " + line)
     print(f"{len(agree)} agree, {len(disagree)} disagree, {len(excepted)} listed exceptions, "
-          f"{len(skipped)} skipped on the deepspeed "
+          f"{len(skipped)} skipped on the {engine_name} "
           f"engine ({', '.join(sorted(e for e in engines if e))}); reference {reference_seconds:.1f} s, "
-          f"deepspeed {deepspeed_seconds:.1f} s")
+          f"{engine_name} {deepspeed_seconds:.1f} s")
     if reference_engines != {"reference"}:
         print(f"the reference run names the engines {sorted(map(str, reference_engines))}")
         return 1

@@ -1,0 +1,210 @@
+"""One rank of a scenario trained by PyTorch's FSDP2 (`trainrepro run --engine fsdp2`), started by
+deepspeed_engine_worker.py like a DeepSpeed rank and filling the same record, so the trace,
+judges and reports are the same.
+
+The loop is the one an FSDP2 user writes for what the scenario's DeepSpeed config says (README
+"FSDP2 as the engine under test" has the table):
+  - the model from the golden's initial weights, `fully_shard(model, mesh)` over a CPU mesh of the
+    ranks (gloo); `reshard_after_forward=True` at ZeRO stage 3, False at stages 0-2 (FSDP2 shards
+    parameters, gradients and optimizer states at every stage: it has no stage that shards less);
+  - the config's optimizer as its torch.optim class, over the same parameters or groups: Adam with
+    DeepSpeed's default adam_w_mode -> AdamW, Adam with adam_w_mode false -> Adam (L2), AdamW,
+    SGD; the script's own optimizer (client_optimizer) as the scenario builds it;
+  - accumulation: `model.set_requires_gradient_sync(False)` on the micro-steps inside a window,
+    True on its last; the loss divided by gradient_accumulation_steps by the loop (DeepSpeed's
+    engine.backward does it there), at the boundary `clip_grad_norm_` when gradient_clipping > 0,
+    then `optimizer.step()` and `optimizer.zero_grad()`.
+The habits (scenario "loop") are performed the FSDP2 way: zero_grad every micro-step calls
+optimizer.zero_grad() before each, loss_scaling "twice" divides by GAS twice and "none" not at all,
+stepping "optimizer_every_micro_step" steps and zeroes after every micro-step (no clipping, as a
+loop that calls the optimizer itself does), "once_per_window" is this loop's own way.
+
+Recorded as ds_worker records: the full gradients before clipping (`DTensor.full_tensor()`, a
+collective every rank calls) and the full parameters after the step, for the first JOB["steps"]
+optimizer steps.
+"""
+import contextlib
+
+import torch
+
+import ds_worker
+import zoo
+
+
+class NotExpressible(Exception):
+    """What the scenario asks has no FSDP2 counterpart in this worker: the run is skipped with
+    this reason, never judged on a loop that is not the scenario's."""
+
+
+def optimizer_for(spec, parameters):
+    """The torch.optim optimizer an FSDP2 user builds for the config's (the plan trainrepro
+    resolved with DeepSpeed's defaults)."""
+    kind = spec["kind"]
+    if kind in ("adam", "adamw"):
+        decoupled = kind == "adamw" or spec["decoupled_weight_decay"]
+        optimizer_class = torch.optim.AdamW if decoupled else torch.optim.Adam
+        return optimizer_class(parameters, lr=spec["lr"], betas=(spec["beta1"], spec["beta2"]),
+                               eps=spec["eps"], weight_decay=spec["weight_decay"])
+    if kind == "sgd":
+        return torch.optim.SGD(parameters, lr=spec["lr"], momentum=spec["momentum"],
+                               dampening=spec["dampening"], nesterov=spec["nesterov"],
+                               weight_decay=spec["weight_decay"])
+    raise NotExpressible(f"the config's optimizer {spec['type_as_written'] or kind!r} has no "
+                         "torch.optim class (DeepSpeed's own)")
+
+
+def full(tensor):
+    """A DTensor's whole value on every rank (a collective); a plain tensor as it is."""
+    return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
+
+
+def run(job, rank, world_size, record, make_memory_probe=None):
+    """Trains JOB on this rank with FSDP2, filling RECORD as ds_worker.run does."""
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    plan = job["fsdp2"]
+    dist.init_process_group("gloo")
+    mesh = init_device_mesh("cpu", (world_size,))
+    module, names = ds_worker.module_of_job(job)
+    loop = job["loop"]
+    module.checkpointing = loop.get("activation_checkpointing", "none")
+    module.checkpoint_library = "torch"  # torch.utils.checkpoint, as an FSDP2 user checkpoints
+    fully_shard(module, mesh=mesh, reshard_after_forward=plan["zero_stage"] == 3)
+    model_parameters = list(module.parameters())
+    if job.get("parameter_groups"):
+        model_parameters = zoo.parameter_groups(module, job["parameter_groups"])
+    optimizer = zoo.client_optimizer(job["client_optimizer"], model_parameters) \
+        if job.get("client_optimizer") else optimizer_for(plan["optimizer"], model_parameters)
+
+    gas, micro_batch = plan["gradient_accumulation_steps"], plan["train_micro_batch_size_per_gpu"]
+    clipping = plan["gradient_clipping"]
+    record["engine"] = {
+        "train_batch_size": gas * micro_batch * world_size,
+        "train_micro_batch_size_per_gpu": micro_batch,
+        "gradient_accumulation_steps": gas,
+        "world_size": world_size,
+        "dist_world_size": dist.get_world_size(),
+        "gradient_clipping": clipping,
+        "zero_stage": plan["zero_stage"],
+        "optimizer": ds_worker.optimizer_description(optimizer),
+    }
+    record["initialize_error"] = None
+    steps_recorded = job["steps"]
+    steps_wanted = max(steps_recorded, int(job.get("loop_steps", steps_recorded)))
+    source = zoo.SampleSource(job["data"])
+    parameters = zoo.trainable(module)
+    record["parameter_names"] = names
+    record["steps"] = []
+    record["micro_step_losses"] = []
+    record["micro_step_items"] = []
+    pending = {"gradients": None}
+
+    def harness_tensors():
+        for step in record["steps"]:
+            yield from step["gradients"]
+            yield from step["parameters"]
+        if pending["gradients"] is not None:
+            yield from pending["gradients"]
+        yield from source.cached_tensors()
+
+    probe = make_memory_probe(harness_tensors) if make_memory_probe else None
+    harness_record = probe.record_of_harness if probe else contextlib.nullcontext
+    source.chunk_context = harness_record
+
+    def take_gradients(micro_step):
+        with harness_record():
+            pending["gradients"] = [full(p.grad).detach().clone() if p.grad is not None else
+                                    torch.zeros_like(full(p)) for p in parameters]
+            pending["lr"] = float(optimizer.param_groups[0]["lr"])
+            pending["micro_step"] = micro_step
+
+    def record_step():
+        with harness_record():
+            gradients = pending["gradients"]
+            recorded = len(record["steps"]) < steps_recorded
+            record["steps"].append({
+                "micro_step": pending["micro_step"], "through_engine": False,
+                "gradient_norm": float(torch.sqrt(sum((g.double() ** 2).sum() for g in gradients))),
+                "recorded": recorded,
+                "gradients": gradients if recorded else [],
+                "parameters": [full(p).detach().clone() for p in parameters] if recorded else [],
+                "lr": pending["lr"], "loss_scale": 1.0, "skipped": False})
+            pending["gradients"] = None
+            del gradients
+
+    def sample_memory(point, m):
+        if probe:
+            probe.sample(point, m, len(record["steps"]))
+
+    evaluation = loop.get("evaluation")
+    evaluate = ds_worker.Evaluation(evaluation, source, micro_batch, module, module) \
+        if evaluation else None
+    keeper = ds_worker.keeper_of(loop)
+    kept = []
+    zero_grad = loop.get("zero_grad", "boundary")
+    loss_scaling = loop.get("loss_scaling", "engine")
+    stepping = loop.get("stepping", "every_micro_step")
+    normalisation = loop.get("token_normalisation", "whole_batch")
+    window_items = None
+    m = 0
+    while len(record["steps"]) < steps_wanted:
+        first = (m * world_size + rank) * micro_batch
+        batch = source.samples(first, first + micro_batch)
+        if m % gas == 0:
+            # The window's items over every rank, divided by the ranks: FSDP2's reduce-scatter
+            # averages the ranks' gradients, as DeepSpeed's all-reduce does.
+            window_first = m * world_size * micro_batch
+            samples = source.samples(window_first, window_first + gas * world_size * micro_batch)
+            window_items = samples.items / world_size
+            del samples
+        window_ends = (m + 1) % gas == 0
+        steps_before = len(record["steps"])
+        if zero_grad == "every_micro_step":
+            optimizer.zero_grad()
+        # Gradients are reduce-scattered only on the window's last micro-step; before it each
+        # rank accumulates its unsharded gradients.
+        module.set_requires_gradient_sync(window_ends or stepping == "optimizer_every_micro_step")
+        outputs = module(batch.inputs)
+        loss_sum = module.loss_sum(outputs.float(), batch)
+        loss = loss_sum * (gas / window_items) if normalisation == "whole_batch" \
+            else loss_sum / batch.items
+        if loss_scaling == "engine":
+            loss = loss / gas  # what DeepSpeed's engine.backward divides by, done by the loop
+        elif loss_scaling == "twice":
+            loss = loss / gas / gas
+        loss.backward()
+        with harness_record():
+            record["micro_step_losses"].append(float(loss_sum.detach()) / batch.items)
+            record["micro_step_items"].append(int(batch.items))
+        if keeper:
+            kept.append(keeper(loss, outputs))
+        if stepping == "optimizer_every_micro_step":
+            take_gradients(m)
+            optimizer.step()
+            record_step()
+            optimizer.zero_grad()
+        elif window_ends:
+            take_gradients(m)
+            if clipping > 0:
+                torch.nn.utils.clip_grad_norm_(parameters, clipping)
+            optimizer.step()
+            record_step()
+            if zero_grad != "never":
+                optimizer.zero_grad()
+        del batch, outputs, loss_sum, loss
+        steps_done = len(record["steps"])
+        sample_memory("micro_step", m)
+        if steps_done > steps_before:
+            sample_memory("boundary", m)
+        if steps_done > steps_before and evaluate and evaluate.due(steps_done, steps_wanted):
+            sample_memory("before_evaluation", m)
+            evaluate()
+            sample_memory("after_evaluation", m)
+        m += 1
+    record["engine"]["global_steps"] = len(record["steps"])
+    record["engine"]["micro_steps"] = m
+    record["engine"]["skipped_steps"] = 0
+    if probe:
+        record["memory"] = probe.result()
