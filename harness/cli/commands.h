@@ -132,9 +132,10 @@ struct PerfRunArgs {
   bool take_turns = false;        // a worker of `perf compare`'s confirmation (turn_taking.h)
   std::optional<int> pin_cpu;     // measure on this CPU only (cpu_pinning.h)
   std::string machine;            // the history's machine name (default the host name)
-  // "reference" (the default), "deepspeed" or "deepspeed==VERSION": with DeepSpeed, each
-  // benchmark it can train is measured again by it, beside trainrepro's (deepspeed_perf.h).
-  std::string engine = "reference";
+  // Each --engine: "reference" (always measured), "deepspeed", "deepspeed==VERSION" or
+  // "fsdp2": each benchmark the engine can train is measured again by it, beside trainrepro's,
+  // in the same rounds (engine_perf.h).
+  std::vector<std::string> engines;
   RunProvenance provenance;
 };
 int run_perf_run(const PerfRunArgs& args);

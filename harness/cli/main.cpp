@@ -327,10 +327,11 @@ int main(int argc, char** argv) {
                    "measure on this CPU only (`perf compare` runs both builds' reruns on "
                    "one CPU: each virtual CPU of a shared machine has its own neighbours)")
       ->check(CLI::Range(0, 4095));
-  perf_run->add_option("--engine", perf_run_args.engine,
-                       "reference (the default) or deepspeed[==VERSION]: also measure the "
-                       "real DeepSpeed on each benchmark it can train, in the same rounds, "
-                       "and print each reference / deepspeed step-time ratio");
+  perf_run->add_option("--engine", perf_run_args.engines,
+                       "reference (the default), deepspeed[==VERSION] or fsdp2, repeatable: "
+                       "also measure that engine on each benchmark it can train, in the same "
+                       "rounds, and print each step-time ratio (reference over each engine, "
+                       "and the second engine over the first)");
   perf_run->add_flag("--take-turns", perf_run_args.take_turns,
                      "run as a worker of `perf compare`'s confirmation: one round of "
                      "repetitions per turn given on file descriptor 3 (not for use by hand)");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "harness/cli/commands.h"
@@ -23,7 +24,7 @@
 #include "harness/perf/mann_whitney.h"
 #include "harness/perf/perf_runner.h"
 #include "harness/perf/turn_taking.h"
-#include "harness/pipeline/deepspeed_perf.h"
+#include "harness/pipeline/engine_perf.h"
 #include "harness/verdict/verdict.h"
 
 namespace trainrepro {
@@ -117,17 +118,20 @@ int run_perf_run(const PerfRunArgs& args) {
                  "ranks of a multi-rank benchmark itself: run it as one process\n";
     return kExitBadInput;
   }
-  // FSDP2 trains scenarios (`run --engine fsdp2`); its step times are not measured yet.
-  if (args.engine == "fsdp2") {
-    std::cerr << "perf run --engine fsdp2: not yet; `run --engine fsdp2` judges the scenarios on "
-                 "FSDP2, `perf run` measures the reference engine and DeepSpeed\n";
-    return kExitBadInput;
+  // Each other engine's Python is asked once, before anything is measured (as `run` does).
+  std::vector<EnginePerfLoop> engines;
+  std::set<std::string> engine_kinds;
+  for (const std::string& text : args.engines) {
+    EngineOption engine = read_engine_option(text);
+    if (engine.exit_code != kExitOk) return engine.exit_code;
+    if (!engine.deepspeed) continue;  // the reference engine is always measured
+    if (!engine_kinds.insert(engine.deepspeed->versions.engine).second) {
+      std::cerr << "perf run: --engine " << text << ": " << engine.deepspeed->versions.engine
+                << " is given twice; give each engine once (one DeepSpeed release per run)\n";
+      return kExitBadInput;
+    }
+    engines.emplace_back(std::move(*engine.deepspeed), kDeepSpeedTimeoutSeconds);
   }
-  // The real DeepSpeed's Python is asked once, before anything is measured (as `run` does).
-  EngineOption engine = read_engine_option(args.engine);
-  if (engine.exit_code != kExitOk) return engine.exit_code;
-  std::optional<DeepSpeedPerfLoop> deepspeed;
-  if (engine.deepspeed) deepspeed.emplace(std::move(*engine.deepspeed), kDeepSpeedTimeoutSeconds);
   PerfPlanOptions plan_options;
   plan_options.device_override = args.device;
   plan_options.cuda_available = cuda_is_available();
@@ -151,9 +155,9 @@ int run_perf_run(const PerfRunArgs& args) {
     }
     plan.benchmarks = std::move(kept);
   }
-  if (deepspeed) {
-    for (const std::string& left_out : add_deepspeed_twins(plan, deepspeed->version())) {
-      std::cout << "not measured on deepspeed: " << left_out << "\n";
+  for (const EnginePerfLoop& engine : engines) {
+    for (const std::string& left_out : add_engine_twins(plan, engine.versions())) {
+      std::cout << "not measured on " << engine.versions().engine << ": " << left_out << "\n";
     }
   }
   for (const std::string& skipped : plan.skipped) std::cout << skipped << "\n";
@@ -174,7 +178,7 @@ int run_perf_run(const PerfRunArgs& args) {
   options.rank_cpus = rank_cpu_order(allowed_cpus(), args.pin_cpu);
   for (const PlannedBenchmark& benchmark : plan.benchmarks) {
     const auto ranks = benchmark.plan.batch.world_size;
-    if (!benchmark.engine.empty()) continue;  // DeepSpeed's worker starts its own ranks
+    if (!benchmark.engine.empty()) continue;  // an engine's worker starts its own ranks
     if (benchmark.runs_on_ranks() && ranks > static_cast<int64_t>(options.rank_cpus.size())) {
       std::cout << "note: " << benchmark.name << " runs " << ranks << " ranks on "
                 << options.rank_cpus.size()
@@ -192,9 +196,12 @@ int run_perf_run(const PerfRunArgs& args) {
   }
   options.planted_slowdown = args.planted_slowdown;
   options.progress = [](const std::string& line) { std::cerr << line << "\n"; };
-  if (deepspeed) {
-    options.measure_on_deepspeed = [&deepspeed](const PlannedBenchmark& twin) {
-      return deepspeed->measure(twin);
+  if (!engines.empty()) {
+    options.measure_on_engine = [&engines](const PlannedBenchmark& twin) -> PerfRepetition {
+      for (EnginePerfLoop& engine : engines) {
+        if (engine_label(engine.versions()) == twin.engine) return engine.measure(twin);
+      }
+      throw std::logic_error(twin.name + ": no engine " + twin.engine + " to measure it");
     };
   }
   TurnTaker turns;
@@ -251,10 +258,11 @@ int run_perf_run(const PerfRunArgs& args) {
     scaling_met = scaling_met && target.met();
   }
   for (const EngineStepRatio& ratio : engine_step_ratios(run)) {
-    char line[320];
+    char line[640];
     std::snprintf(line, sizeof line,
-                  "%s: reference / deepspeed step-time ratio: %.3f (%.3f in calibration units)",
-                  ratio.reference.c_str(), ratio.ratio, ratio.normalised_ratio);
+                  "step-time ratio %s / %s: %.3f (%.3f in calibration units)",
+                  ratio.numerator.c_str(), ratio.denominator.c_str(), ratio.ratio,
+                  ratio.normalised_ratio);
     std::cout << line << "\n";
   }
   if (!args.output.empty()) {

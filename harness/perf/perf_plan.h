@@ -29,8 +29,8 @@ struct PlannedBenchmark {
   double sweep_value = 0.0;
   // The scenario file's JSON with the swept value in place: what the rank processes load.
   nlohmann::json document;
-  // Empty: measured by trainrepro. "deepspeed 0.19.8": the same scenario trained by the real
-  // DeepSpeed (`perf run --engine deepspeed`), the twin of the benchmark named `twin_of`.
+  // Empty: measured by trainrepro. "deepspeed 0.19.8", "fsdp2 torch 2.11.0": the same scenario
+  // trained by that engine (`perf run --engine …`), the twin of the benchmark named `twin_of`.
   std::string engine;
   std::string twin_of;
 

@@ -42,8 +42,10 @@ struct PerfBenchmark {
   int64_t world_size = 1;  // data-parallel ranks; the times are rank 0's (measure_on_ranks.h)
   int64_t measured_steps = 0;
   std::vector<PerfFigure> measure;  // what the scenario asked for (all by default)
-  std::string loop = "harness";     // PerfLoop's spelling, or "deepspeed": which loop was timed
-  // A benchmark trained by the real DeepSpeed (`perf run --engine deepspeed`): the name of the
+  // PerfLoop's spelling, or the engine that trained a twin ("deepspeed", "fsdp2"): which loop
+  // was timed.
+  std::string loop = "harness";
+  // A benchmark trained by another engine (`perf run --engine deepspeed|fsdp2`): the name of the
   // benchmark of the same scenario that trainrepro's engine trained in the same run.
   std::string twin_of;
   std::vector<PerfRepetition> repetitions;

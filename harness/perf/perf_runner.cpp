@@ -34,8 +34,8 @@ PerfBenchmark describe(const PlannedBenchmark& planned) {
     benchmark.measure = {PerfFigure::step_time, PerfFigure::samples_per_second,
                          PerfFigure::tokens_per_second};
   }
-  if (!planned.engine.empty()) {  // DeepSpeed's worker times steps only: no memory figures
-    benchmark.loop = "deepspeed";
+  if (!planned.engine.empty()) {  // an engine's worker times steps only: no memory figures
+    benchmark.loop = planned.engine.substr(0, planned.engine.find(' '));  // deepspeed, fsdp2
     benchmark.twin_of = planned.twin_of;
     benchmark.measure = {PerfFigure::step_time, PerfFigure::samples_per_second,
                          PerfFigure::tokens_per_second};
@@ -59,10 +59,10 @@ double time_calibration_chunks(Device device) {
 // One repetition of the benchmark's loop.
 PerfRepetition measure_one(const PlannedBenchmark& planned, const PerfRunnerOptions& options) {
   if (!planned.engine.empty()) {
-    if (!options.measure_on_deepspeed) {
-      throw std::logic_error(planned.name + ": a DeepSpeed twin without a way to measure it");
+    if (!options.measure_on_engine) {
+      throw std::logic_error(planned.name + ": an engine's twin without a way to measure it");
     }
-    return options.measure_on_deepspeed(planned);
+    return options.measure_on_engine(planned);
   }
   switch (planned.scenario.performance->loop) {
     case PerfLoop::harness:
@@ -124,7 +124,7 @@ PerfRun measure_perf_plan(const PerfPlan& plan, const PerfRunnerOptions& options
       if (round >= planned.scenario.performance->repetitions) continue;
       PerfRepetition repetition;
       try {
-        // The Python loops (eager PyTorch, DeepSpeed) run in another process: their
+        // The Python loops (eager PyTorch, DeepSpeed, FSDP2) run in another process: their
         // calibration is the median of chunks timed just before them, in the same units as the
         // others', which pair a chunk with every step themselves.
         const bool python =

@@ -21,9 +21,9 @@ struct PerfRunnerOptions {
   // --take-turns` waits for its turn there (turn_taking.h).
   std::function<void()> before_round;
   std::function<void()> after_round;
-  // Measures one repetition of a twin trained by the real DeepSpeed (PlannedBenchmark::engine
-  // not empty; `perf run --engine deepspeed`): its own steps' times, in another process.
-  std::function<PerfRepetition(const PlannedBenchmark&)> measure_on_deepspeed;
+  // Measures one repetition of a twin trained by another engine (PlannedBenchmark::engine not
+  // empty; `perf run --engine deepspeed|fsdp2`): its own steps' times, in another process.
+  std::function<PerfRepetition(const PlannedBenchmark&)> measure_on_engine;
 };
 
 // Fills the benchmarks and the scaling fits; the context is the caller's. Throws

@@ -109,9 +109,6 @@ std::optional<std::string> unsupported_by_fsdp2_worker(const Scenario& scenario,
   if (plan.precision == Precision::fp16) {
     return none + "fp16 with DeepSpeed's dynamic loss scaling (/deepspeed/fp16)";
   }
-  if (plan.precision == Precision::bf16) {
-    return not_yet + "bf16 (/deepspeed/bf16: torch's MixedPrecisionPolicy is not mapped yet)";
-  }
   if (scenario.trainer) return none + "the Hugging Face Trainer's DeepSpeed loop (/hf_trainer)";
   if (!scenario.deepspeed.client_optimizer && plan.optimizer.kind == OptimizerKind::lamb) {
     return none + "DeepSpeed's FusedLamb (/deepspeed/optimizer/type)";
@@ -187,6 +184,10 @@ nlohmann::json fsdp2_job(const Scenario& scenario, const Plan& plan, const Golde
       {"gradient_accumulation_steps", plan.batch.gradient_accumulation_steps},
       {"gradient_clipping", plan.gradient_clipping},
       {"zero_stage", plan.zero_stage},
+      // bf16: MixedPrecisionPolicy(param_dtype=bfloat16), reduce_dtype float32 where DeepSpeed
+      // accumulates in float32 (FSDP2 then keeps the window's gradients in float32 too).
+      {"precision", precision_name(plan.precision)},
+      {"accumulate_in_fp32", plan.mixed.accumulate_in_fp32},
       {"optimizer",
        {{"kind", kinds[static_cast<int>(optimizer.kind)]},
         {"type_as_written", optimizer.type_as_written},

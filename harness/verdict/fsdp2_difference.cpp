@@ -3,8 +3,16 @@
 namespace trainrepro {
 
 std::optional<std::string> fsdp2_difference(const Scenario& scenario, const Verdict& verdict) {
-  if (verdict.outcome != Outcome::not_reproduced) return std::nullopt;
   const LoopSpec& loop = scenario.loop;
+  // DeepSpeed 0.18.3+ hooks engine(x)'s outputs so that loss.backward() is scaled by 1/GAS as
+  // engine.backward(loss) is; FSDP2 has no engine between the loop and autograd.
+  if (verdict.outcome == Outcome::failed && loop.loss_scaling == LossScalingHabit::none) {
+    return "on FSDP2 this loop is the bug: nothing but the loop divides the loss by "
+           "gradient_accumulation_steps, and loss.backward() of the undivided loss accumulates "
+           "GAS times the gradient (DeepSpeed 0.18.3+ scales a loss.backward() after engine(x) "
+           "at ZeRO 1-3 as engine.backward(loss) would, so there the same loop is right)";
+  }
+  if (verdict.outcome != Outcome::not_reproduced) return std::nullopt;
   // torch 2.11, torch/distributed/fsdp/_fully_shard/_fsdp_param.py: while gradient sync is off,
   // backward accumulates into the unsharded parameters' .grad, which are not the parameters the
   // optimizer holds; the window's last micro-step reduce-scatters them into the sharded .grad.
@@ -22,6 +30,13 @@ std::optional<std::string> fsdp2_difference(const Scenario& scenario, const Verd
            "and stepping once per window of gradient_accumulation_steps micro-steps is that "
            "(DeepSpeed's engine.step() counts micro-steps itself, so calling it once per window "
            "moves its boundary to every GAS² micro-batches)";
+  }
+  // DeepSpeed 0.19.8, runtime/fp16/fused_optimizer.py (initialize_optimizer_states): ZeRO 0's
+  // FP16_Optimizer, which also carries bf16 accumulated in bf16, steps once when it is built.
+  if (scenario.expect.diagnosis == DiagnosisKind::optimizer_stepped_at_initialization) {
+    return "on FSDP2 nothing steps the optimizer before the first window: the torch optimizer "
+           "starts at step 0 (DeepSpeed's FP16_Optimizer at ZeRO 0 steps it once with zero "
+           "gradients when it is built)";
   }
   return std::nullopt;
 }

@@ -11,8 +11,9 @@
 
 namespace trainrepro {
 
-// The explanation for a not-reproduced FSDP2 verdict (the expected diagnosis did not show: the
-// run passed), from the habit the scenario sets; nothing when no habit explains it.
+// The explanation for an FSDP2 verdict that differs, from the habit the scenario sets: a
+// not-reproduced one (the expected diagnosis did not show: the run passed) or a failed one whose
+// habit only DeepSpeed's engine makes right; nothing when no habit explains it.
 std::optional<std::string> fsdp2_difference(const Scenario& scenario, const Verdict& verdict);
 
 }  // namespace trainrepro

@@ -160,6 +160,85 @@ class Evaluation:
         self.done += 1
 
 
+class StepTimer:
+    """With job["time_steps"] (`perf run --engine deepspeed|fsdp2`), each optimizer step timed
+    from its window's first micro-step to the end of the step that closes it, less what the
+    worker itself records (gradient snapshots, recorded steps): RECORD["step_seconds"] and
+    ["step_cpu_seconds"]."""
+
+    def __init__(self, job, record):
+        self.on = bool(job.get("time_steps"))
+        self.record = record
+        self.start = self.cpu_start = None
+        self.excluded = 0.0
+        record["step_seconds"] = []
+        record["step_cpu_seconds"] = []
+
+    @contextlib.contextmanager
+    def untimed(self):
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.excluded += time.perf_counter() - started
+
+    def micro_step_starts(self):
+        if self.on and self.start is None:
+            self.start, self.cpu_start, self.excluded = \
+                time.perf_counter(), time.process_time(), 0.0
+
+    def micro_step_ends(self, stepped):
+        if not (self.on and stepped):
+            return
+        ended, cpu_ended = time.perf_counter(), time.process_time()
+        self.record["step_seconds"].append(ended - self.start - self.excluded)
+        self.record["step_cpu_seconds"].append(cpu_ended - self.cpu_start - self.excluded)
+        self.start = None
+
+
+class WorkerMemory:
+    """A worker's memory probe (make_memory_probe: memory_census.MemoryCensus, or None for none):
+    samples where the reference engine's probes sample, the worker's own tensors (recorded
+    gradients and parameters, the gradients of a step about to be recorded, the sample cache)
+    left out of the training's memory."""
+
+    def __init__(self, make_memory_probe, record, pending, source):
+        self.record = record
+
+        def harness_tensors():
+            for step in record["steps"]:
+                yield from step["gradients"]
+                yield from step["parameters"]
+            if pending["gradients"] is not None:
+                yield from pending["gradients"]
+            yield from source.cached_tensors()
+
+        self.probe = make_memory_probe(harness_tensors) if make_memory_probe else None
+        # What the worker records for itself is left out of the host heap the probe reads.
+        self.harness_record = self.probe.record_of_harness if self.probe else \
+            contextlib.nullcontext
+        source.chunk_context = self.harness_record
+
+    def sample(self, point, m):
+        if self.probe:
+            self.probe.sample(point, m, len(self.record["steps"]))
+
+    def after_micro_step(self, m, stepped, evaluate, steps_wanted):
+        """Micro-step m's samples, and at a boundary the evaluation the loop runs there."""
+        self.sample("micro_step", m)
+        if not stepped:
+            return
+        self.sample("boundary", m)
+        if evaluate and evaluate.due(len(self.record["steps"]), steps_wanted):
+            self.sample("before_evaluation", m)
+            evaluate()
+            self.sample("after_evaluation", m)
+
+    def finish(self):
+        if self.probe:
+            self.record["memory"] = self.probe.result()
+
+
 def run(job, rank, world_size, record, make_memory_probe=None):
     """Trains JOB on this rank, filling RECORD. With make_memory_probe (memory_census.MemoryCensus,
     called with a function that lists the worker's own tensors), memory is sampled where the
@@ -272,24 +351,10 @@ def run(job, rank, world_size, record, make_memory_probe=None):
                     f"({error})") from error
             raise
 
-    # With job["time_steps"] (`perf run --engine deepspeed`), each optimizer step is timed from
-    # its window's first micro-step to the end of the step that closes it, less what the worker
-    # itself records (gradient snapshots, recorded steps): RECORD["step_seconds"].
-    timing = {"on": bool(job.get("time_steps")), "start": None, "cpu_start": None,
-              "excluded": 0.0}
-    record["step_seconds"] = []
-    record["step_cpu_seconds"] = []
-
-    @contextlib.contextmanager
-    def untimed():
-        started = time.perf_counter()
-        try:
-            yield
-        finally:
-            timing["excluded"] += time.perf_counter() - started
+    timer = StepTimer(job, record)
 
     def snapshot_gradients():
-        with untimed(), harness_record():
+        with timer.untimed(), harness_record():
             take_gradients()
 
     def take_gradients():
@@ -312,7 +377,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     def record_step():
         if pending["gradients"] is None:
             raise RuntimeError("the optimizer stepped where the oracle did not expect it")
-        with untimed(), harness_record():
+        with timer.untimed(), harness_record():
             gradients = pending["gradients"]
             norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in gradients)))
             recorded = len(record["steps"]) < steps_recorded
@@ -342,23 +407,8 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     keeper = keeper_of(loop)
     kept = []
 
-    # The worker's own tensors (recorded gradients and parameters, the gradients of a step about
-    # to be recorded): never the training's memory.
-    def harness_tensors():
-        for step in record["steps"]:
-            yield from step["gradients"]
-            yield from step["parameters"]
-        if pending["gradients"] is not None:
-            yield from pending["gradients"]
-        yield from source.cached_tensors()
-
-    probe = make_memory_probe(harness_tensors) if make_memory_probe else None
-    harness_record = probe.record_of_harness if probe else contextlib.nullcontext
-    source.chunk_context = harness_record
-
-    def sample_memory(point, m):
-        if probe:
-            probe.sample(point, m, len(record["steps"]))
+    memory = WorkerMemory(make_memory_probe, record, pending, source)
+    harness_record = memory.harness_record
 
     def backward_as_the_trainer_does(loss, window_ends):
         # accelerate 1.8.0+ (DeepSpeedEngineWrapper.backward) hands DeepSpeed the Trainer's
@@ -399,8 +449,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if m >= micro_step_limit:
             raise RuntimeError(f"the loop took {m} micro-steps without reaching {steps_wanted} "
                                "optimizer steps")
-        if timing["on"] and timing["start"] is None:
-            timing.update(start=time.perf_counter(), cpu_start=time.process_time(), excluded=0.0)
+        timer.micro_step_starts()
         first = (m * world_size + rank) * micro_batch
         batch = source.samples(first, first + micro_batch)
         if m % window == 0:
@@ -477,24 +526,13 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         # are (its micro-step is a function scope): samples show what the loop keeps.
         del batch, inputs, outputs, loss_sum, loss
         steps_done = len(record["steps"])
-        if timing["on"] and steps_done > steps_before:
-            ended, cpu_ended = time.perf_counter(), time.process_time()
-            record["step_seconds"].append(ended - timing["start"] - timing["excluded"])
-            record["step_cpu_seconds"].append(cpu_ended - timing["cpu_start"] - timing["excluded"])
-            timing["start"] = None
-        sample_memory("micro_step", m)
-        if steps_done > steps_before:
-            sample_memory("boundary", m)
-        if steps_done > steps_before and evaluate and evaluate.due(steps_done, steps_wanted):
-            sample_memory("before_evaluation", m)
-            evaluate()
-            sample_memory("after_evaluation", m)
+        timer.micro_step_ends(steps_done > steps_before)
+        memory.after_micro_step(m, steps_done > steps_before, evaluate, steps_wanted)
         m += 1
     record["engine"]["global_steps"] = engine.global_steps
     record["engine"]["micro_steps"] = engine.micro_steps
     record["engine"]["skipped_steps"] = int(getattr(engine, "skipped_steps", 0))
-    if probe:
-        record["memory"] = probe.result()
+    memory.finish()
 
 
 def main():

@@ -10,6 +10,8 @@ The loop is the one an FSDP2 user writes for what the scenario's DeepSpeed confi
   - the config's optimizer as its torch.optim class, over the same parameters or groups: Adam with
     DeepSpeed's default adam_w_mode -> AdamW, Adam with adam_w_mode false -> Adam (L2), AdamW,
     SGD; the script's own optimizer (client_optimizer) as the scenario builds it;
+  - bf16: `MixedPrecisionPolicy(param_dtype=torch.bfloat16)` over float32 sharded parameters,
+    `reduce_dtype=torch.float32` where DeepSpeed accumulates gradients in float32;
   - accumulation: `model.set_requires_gradient_sync(False)` on the micro-steps inside a window,
     True on its last; the loss divided by gradient_accumulation_steps by the loop (DeepSpeed's
     engine.backward does it there), at the boundary `clip_grad_norm_` when gradient_clipping > 0,
@@ -23,8 +25,6 @@ Recorded as ds_worker records: the full gradients before clipping (`DTensor.full
 collective every rank calls) and the full parameters after the step, for the first JOB["steps"]
 optimizer steps.
 """
-import contextlib
-
 import torch
 
 import ds_worker
@@ -53,6 +53,23 @@ def optimizer_for(spec, parameters):
                          "torch.optim class (DeepSpeed's own)")
 
 
+def mixed_precision_policy(plan):
+    """The FSDP2 policy for the config's precision: bf16 computes in bfloat16 over float32
+    sharded parameters (DeepSpeed's float32 master weights); the gradients are reduced, and while
+    gradient sync is off accumulated, in float32 where DeepSpeed accumulates them in float32
+    (torch 2.11 _fsdp_param.py to_accumulated_grad_if_needed upcasts them to reduce_dtype), in
+    bfloat16 where DeepSpeed does (reduce_dtype None: the parameters' dtype)."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+
+    if plan["precision"] == "fp32":
+        return MixedPrecisionPolicy()
+    if plan["precision"] != "bf16":
+        raise NotExpressible(f"{plan['precision']} has no FSDP2 counterpart in this worker")
+    return MixedPrecisionPolicy(
+        param_dtype=torch.bfloat16,
+        reduce_dtype=torch.float32 if plan["accumulate_in_fp32"] else None)
+
+
 def full(tensor):
     """A DTensor's whole value on every rank (a collective); a plain tensor as it is."""
     return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
@@ -71,7 +88,8 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     loop = job["loop"]
     module.checkpointing = loop.get("activation_checkpointing", "none")
     module.checkpoint_library = "torch"  # torch.utils.checkpoint, as an FSDP2 user checkpoints
-    fully_shard(module, mesh=mesh, reshard_after_forward=plan["zero_stage"] == 3)
+    fully_shard(module, mesh=mesh, reshard_after_forward=plan["zero_stage"] == 3,
+                mp_policy=mixed_precision_policy(plan))
     model_parameters = list(module.parameters())
     if job.get("parameter_groups"):
         model_parameters = zoo.parameter_groups(module, job["parameter_groups"])
@@ -101,27 +119,19 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     record["micro_step_items"] = []
     pending = {"gradients": None}
 
-    def harness_tensors():
-        for step in record["steps"]:
-            yield from step["gradients"]
-            yield from step["parameters"]
-        if pending["gradients"] is not None:
-            yield from pending["gradients"]
-        yield from source.cached_tensors()
-
-    probe = make_memory_probe(harness_tensors) if make_memory_probe else None
-    harness_record = probe.record_of_harness if probe else contextlib.nullcontext
-    source.chunk_context = harness_record
+    memory = ds_worker.WorkerMemory(make_memory_probe, record, pending, source)
+    harness_record = memory.harness_record
+    timer = ds_worker.StepTimer(job, record)
 
     def take_gradients(micro_step):
-        with harness_record():
+        with timer.untimed(), harness_record():
             pending["gradients"] = [full(p.grad).detach().clone() if p.grad is not None else
                                     torch.zeros_like(full(p)) for p in parameters]
             pending["lr"] = float(optimizer.param_groups[0]["lr"])
             pending["micro_step"] = micro_step
 
     def record_step():
-        with harness_record():
+        with timer.untimed(), harness_record():
             gradients = pending["gradients"]
             recorded = len(record["steps"]) < steps_recorded
             record["steps"].append({
@@ -133,10 +143,6 @@ def run(job, rank, world_size, record, make_memory_probe=None):
                 "lr": pending["lr"], "loss_scale": 1.0, "skipped": False})
             pending["gradients"] = None
             del gradients
-
-    def sample_memory(point, m):
-        if probe:
-            probe.sample(point, m, len(record["steps"]))
 
     evaluation = loop.get("evaluation")
     evaluate = ds_worker.Evaluation(evaluation, source, micro_batch, module, module) \
@@ -150,6 +156,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     window_items = None
     m = 0
     while len(record["steps"]) < steps_wanted:
+        timer.micro_step_starts()
         first = (m * world_size + rank) * micro_batch
         batch = source.samples(first, first + micro_batch)
         if m % gas == 0:
@@ -194,17 +201,11 @@ def run(job, rank, world_size, record, make_memory_probe=None):
             if zero_grad != "never":
                 optimizer.zero_grad()
         del batch, outputs, loss_sum, loss
-        steps_done = len(record["steps"])
-        sample_memory("micro_step", m)
-        if steps_done > steps_before:
-            sample_memory("boundary", m)
-        if steps_done > steps_before and evaluate and evaluate.due(steps_done, steps_wanted):
-            sample_memory("before_evaluation", m)
-            evaluate()
-            sample_memory("after_evaluation", m)
+        stepped = len(record["steps"]) > steps_before
+        timer.micro_step_ends(stepped)
+        memory.after_micro_step(m, stepped, evaluate, steps_wanted)
         m += 1
     record["engine"]["global_steps"] = len(record["steps"])
     record["engine"]["micro_steps"] = m
     record["engine"]["skipped_steps"] = 0
-    if probe:
-        record["memory"] = probe.result()
+    memory.finish()

@@ -1,5 +1,5 @@
 """`--engine fsdp2` where the answer comes before any training (quick tier): a misspelt engine
-(exit 2, the engines named), `perf run --engine fsdp2` (exit 2, not yet), a Python that cannot be
+(exit 2, the engines named), `perf run` given `--engine fsdp2` twice (exit 2), a Python that cannot be
 run or lacks torch (exit 3, naming it, nothing written), and a DeepSpeed config error, which
 FSDP2 does not read (skipped with why, exit 0).
 
@@ -29,8 +29,8 @@ def main():
         cases = [
             (["run", config_error, "--engine", "fsdp3"], {}, 2,
              "expected reference, deepspeed, deepspeed==VERSION"),
-            (["perf", "run", "scenarios/perf/mlp-adamw-gas4.json", "--engine", "fsdp2"], {}, 2,
-             "perf run --engine fsdp2: not yet"),
+            (["perf", "run", "scenarios/perf/mlp-adamw-gas4.json", "--engine", "fsdp2",
+              "--engine", "fsdp2"], {}, 2, "fsdp2 is given twice"),
             (["run", config_error, "--engine", "fsdp2", "--results", results],
              {"TRAINREPRO_FSDP2_PYTHON": os.path.join(folder, "no-such-python")}, 3,
              "no-such-python (TRAINREPRO_FSDP2_PYTHON)"),

@@ -1,4 +1,4 @@
-// `perf run --engine deepspeed`: the twin benchmarks' names and each pair's step-time ratio, read
+// `perf run --engine deepspeed|fsdp2`: the twin benchmarks' names and each pair's step-time ratio, read
 // from a run built by hand (no timing measured here).
 #include <gtest/gtest.h>
 
@@ -21,7 +21,7 @@ PerfBenchmark benchmark_with_steps(const std::string& name, std::vector<double> 
 }
 
 TEST(EngineRatio, TwinNameCarriesTheRelease) {
-  EXPECT_EQ(deepspeed_twin_name("perf-mlp-adamw-gas4", "0.19.8"),
+  EXPECT_EQ(engine_twin_name("perf-mlp-adamw-gas4", "deepspeed 0.19.8"),
             "perf-mlp-adamw-gas4 [deepspeed 0.19.8]");
 }
 
@@ -36,11 +36,35 @@ TEST(EngineRatio, RatioIsReferenceMedianOverTwinMedian) {
 
   const std::vector<EngineStepRatio> ratios = engine_step_ratios(run);
   ASSERT_EQ(ratios.size(), 1u);  // the GPT has no twin
-  EXPECT_EQ(ratios[0].reference, "mlp");
-  EXPECT_EQ(ratios[0].deepspeed, "mlp [deepspeed 0.19.8]");
+  EXPECT_EQ(ratios[0].numerator, "mlp");
+  EXPECT_EQ(ratios[0].denominator, "mlp [deepspeed 0.19.8]");
   EXPECT_DOUBLE_EQ(ratios[0].ratio, 0.002 / 0.008);
   // Calibration units: (0.002 / 0.001) / (0.008 / 0.002).
   EXPECT_DOUBLE_EQ(ratios[0].normalised_ratio, 2.0 / 4.0);
+}
+
+TEST(EngineRatio, TwoEnginesGiveEachOverTheReferenceAndTheSecondOverTheFirst) {
+  PerfRun run;
+  run.benchmarks.push_back(benchmark_with_steps("gpt", {0.010}, 0.001));
+  PerfBenchmark deepspeed = benchmark_with_steps("gpt [deepspeed 0.19.8]", {0.020}, 0.001);
+  deepspeed.loop = "deepspeed";
+  deepspeed.twin_of = "gpt";
+  run.benchmarks.push_back(deepspeed);
+  PerfBenchmark fsdp2 = benchmark_with_steps("gpt [fsdp2 torch 2.11.0]", {0.040}, 0.002);
+  fsdp2.loop = "fsdp2";
+  fsdp2.twin_of = "gpt";
+  run.benchmarks.push_back(fsdp2);
+
+  const std::vector<EngineStepRatio> ratios = engine_step_ratios(run);
+  ASSERT_EQ(ratios.size(), 3u);
+  EXPECT_EQ(ratios[0].denominator, "gpt [deepspeed 0.19.8]");
+  EXPECT_DOUBLE_EQ(ratios[0].ratio, 0.5);
+  EXPECT_EQ(ratios[1].denominator, "gpt [fsdp2 torch 2.11.0]");
+  EXPECT_DOUBLE_EQ(ratios[1].ratio, 0.25);
+  EXPECT_EQ(ratios[2].numerator, "gpt [fsdp2 torch 2.11.0]");
+  EXPECT_EQ(ratios[2].denominator, "gpt [deepspeed 0.19.8]");
+  EXPECT_DOUBLE_EQ(ratios[2].ratio, 2.0);
+  EXPECT_DOUBLE_EQ(ratios[2].normalised_ratio, (0.040 / 0.002) / (0.020 / 0.001));
 }
 
 TEST(EngineRatio, TwinWithoutRepetitionsOrPartnerGivesNoRatio) {

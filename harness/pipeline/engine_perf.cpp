@@ -1,4 +1,4 @@
-#include "harness/pipeline/deepspeed_perf.h"
+#include "harness/pipeline/engine_perf.h"
 
 #include <numeric>
 #include <stdexcept>
@@ -13,7 +13,13 @@
 
 namespace trainrepro {
 
-std::optional<std::string> why_no_deepspeed_twin(const PlannedBenchmark& benchmark) {
+std::string engine_label(const WorkerVersions& versions) {
+  return versions.engine == "fsdp2" ? "fsdp2 torch " + versions.torch
+                                    : "deepspeed " + versions.deepspeed;
+}
+
+std::optional<std::string> why_no_engine_twin(const PlannedBenchmark& benchmark,
+                                              const std::string& engine) {
   if (!benchmark.sweep_pointer.empty()) {
     return "a point of a sweep (the worker trains the scenario as written)";
   }
@@ -22,23 +28,23 @@ std::optional<std::string> why_no_deepspeed_twin(const PlannedBenchmark& benchma
            spelling_of(benchmark.scenario.performance->loop, perf_loop_spellings()) +
            " loop, not the harness's";
   }
-  if (auto unsupported = unsupported_by_deepspeed_worker(benchmark.scenario, benchmark.plan)) {
-    return *unsupported;
-  }
-  return std::nullopt;
+  return engine == "fsdp2" ? unsupported_by_fsdp2_worker(benchmark.scenario, benchmark.plan)
+                           : unsupported_by_deepspeed_worker(benchmark.scenario, benchmark.plan);
 }
 
-std::vector<std::string> add_deepspeed_twins(PerfPlan& plan, const std::string& version) {
+std::vector<std::string> add_engine_twins(PerfPlan& plan, const WorkerVersions& versions) {
   std::vector<std::string> left_out;
   std::vector<PlannedBenchmark> twins;
+  const std::string label = engine_label(versions);
   for (const PlannedBenchmark& benchmark : plan.benchmarks) {
-    if (auto why = why_no_deepspeed_twin(benchmark)) {
+    if (!benchmark.engine.empty()) continue;  // another engine's twin
+    if (auto why = why_no_engine_twin(benchmark, versions.engine)) {
       left_out.push_back(benchmark.name + ": " + *why);
       continue;
     }
     PlannedBenchmark twin = benchmark;
-    twin.name = deepspeed_twin_name(benchmark.name, version);
-    twin.engine = "deepspeed " + version;
+    twin.name = engine_twin_name(benchmark.name, label);
+    twin.engine = label;
     twin.twin_of = benchmark.name;
     twin.scenario.performance->target.reset();  // the scenario's targets are trainrepro's
     twins.push_back(std::move(twin));
@@ -47,10 +53,10 @@ std::vector<std::string> add_deepspeed_twins(PerfPlan& plan, const std::string& 
   return left_out;
 }
 
-DeepSpeedPerfLoop::DeepSpeedPerfLoop(DeepSpeedPython python, int timeout_seconds)
+EnginePerfLoop::EnginePerfLoop(DeepSpeedPython python, int timeout_seconds)
     : python_(std::move(python)), timeout_seconds_(timeout_seconds) {}
 
-const Golden& DeepSpeedPerfLoop::golden_for(const PlannedBenchmark& twin) {
+const Golden& EnginePerfLoop::golden_for(const PlannedBenchmark& twin) {
   const auto found = goldens_.find(twin.name);
   if (found != goldens_.end()) return found->second;
   if (!golden_folder_) golden_folder_ = std::make_unique<PrivateFolder>();
@@ -60,11 +66,14 @@ const Golden& DeepSpeedPerfLoop::golden_for(const PlannedBenchmark& twin) {
   return goldens_.emplace(twin.name, std::move(golden)).first->second;
 }
 
-PerfRepetition DeepSpeedPerfLoop::measure(const PlannedBenchmark& twin) {
+PerfRepetition EnginePerfLoop::measure(const PlannedBenchmark& twin) {
   const Scenario& scenario = twin.scenario;
   const PerformanceSpec& spec = *scenario.performance;
   const Golden& golden = golden_for(twin);
-  nlohmann::json job = deepspeed_job(scenario, golden);
+  const bool fsdp2 = python_.versions.engine == "fsdp2";
+  const std::string engine = fsdp2 ? "FSDP2" : "DeepSpeed";
+  nlohmann::json job =
+      fsdp2 ? fsdp2_job(scenario, twin.plan, golden) : deepspeed_job(scenario, golden);
   job["memory"] = false;  // the census would be timed with the steps
   job["time_steps"] = true;
   job["steps"] = 0;  // nothing recorded: the steps are timed, not judged
@@ -74,17 +83,17 @@ PerfRepetition DeepSpeedPerfLoop::measure(const PlannedBenchmark& twin) {
     worker = run_deepspeed_worker(python_, job, timeout_seconds_, golden.parameter_names,
                                   golden.initial_parameters);
   } catch (const WorkerTraceError& error) {
-    throw std::runtime_error("--engine deepspeed: " + std::string(error.what()));
+    throw std::runtime_error("--engine " + python_.versions.engine + ": " + error.what());
   }
   if (worker.status != WorkerStatus::trained) {
-    throw std::runtime_error("the DeepSpeed worker did not train it: " + worker.reason + "\n" +
+    throw std::runtime_error("the " + engine + " worker did not train it: " + worker.reason + "\n" +
                              worker.traceback);
   }
   const auto warmup = static_cast<size_t>(spec.warmup_steps);
   const auto measured = static_cast<size_t>(spec.measured_steps);
   const Trace& trace = worker.trace;
   if (worker.step_seconds.size() < warmup + measured || trace.steps.size() < warmup + measured) {
-    throw std::runtime_error("the DeepSpeed worker timed " +
+    throw std::runtime_error("the " + engine + " worker timed " +
                              std::to_string(worker.step_seconds.size()) + " optimizer steps of " +
                              std::to_string(warmup + measured));
   }
