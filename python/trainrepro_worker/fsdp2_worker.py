@@ -123,12 +123,13 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     harness_record = memory.harness_record
     timer = ds_worker.StepTimer(job, record)
 
-    def take_gradients(micro_step):
+    def take_gradients(backwards_done):
+        # The trace counts backwards seen at the step (1-based), as ds_worker does.
         with timer.untimed(), harness_record():
             pending["gradients"] = [full(p.grad).detach().clone() if p.grad is not None else
                                     torch.zeros_like(full(p)) for p in parameters]
             pending["lr"] = float(optimizer.param_groups[0]["lr"])
-            pending["micro_step"] = micro_step
+            pending["micro_step"] = backwards_done
 
     def record_step():
         with timer.untimed(), harness_record():
@@ -188,12 +189,12 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if keeper:
             kept.append(keeper(loss, outputs))
         if stepping == "optimizer_every_micro_step":
-            take_gradients(m)
+            take_gradients(m + 1)
             optimizer.step()
             record_step()
             optimizer.zero_grad()
         elif window_ends:
-            take_gradients(m)
+            take_gradients(m + 1)
             if clipping > 0:
                 torch.nn.utils.clip_grad_norm_(parameters, clipping)
             optimizer.step()
