@@ -239,6 +239,14 @@ class WorkerMemory:
             self.record["memory"] = self.probe.result()
 
 
+def window_items_per_rank(source, first_micro_step, window, world_size, micro_batch):
+    """The items of the window starting at FIRST_MICRO_STEP across every rank (Hugging Face's
+    num_items_in_batch), divided by the ranks: DeepSpeed's all-reduce and FSDP2's reduce-scatter
+    average the ranks' gradients."""
+    first = first_micro_step * world_size * micro_batch
+    return source.samples(first, first + window * world_size * micro_batch).items / world_size
+
+
 def run(job, rank, world_size, record, make_memory_probe=None):
     """Trains JOB on this rank, filling RECORD. With make_memory_probe (memory_census.MemoryCensus,
     called with a function that lists the worker's own tensors), memory is sampled where the
@@ -453,12 +461,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         first = (m * world_size + rank) * micro_batch
         batch = source.samples(first, first + micro_batch)
         if m % window == 0:
-            # The whole window's items across every rank (Hugging Face's num_items_in_batch),
-            # divided by the ranks because DeepSpeed averages the ranks' gradients.
-            window_first = m * world_size * micro_batch
-            samples = source.samples(window_first, window_first + window * world_size * micro_batch)
-            window_items = samples.items / world_size
-            del samples
+            window_items = window_items_per_rank(source, m, window, world_size, micro_batch)
         steps_before = len(record["steps"])
         window_ends = (m + 1) % window == 0
 

@@ -161,12 +161,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         first = (m * world_size + rank) * micro_batch
         batch = source.samples(first, first + micro_batch)
         if m % gas == 0:
-            # The window's items over every rank, divided by the ranks: FSDP2's reduce-scatter
-            # averages the ranks' gradients, as DeepSpeed's all-reduce does.
-            window_first = m * world_size * micro_batch
-            samples = source.samples(window_first, window_first + gas * world_size * micro_batch)
-            window_items = samples.items / world_size
-            del samples
+            window_items = ds_worker.window_items_per_rank(source, m, gas, world_size, micro_batch)
         window_ends = (m + 1) % gas == 0
         steps_before = len(record["steps"])
         if zero_grad == "every_micro_step":
