@@ -111,12 +111,13 @@ void ReferenceEngine::backward(const at::Tensor& loss, bool scale_wrt_gas) {
     (loss / gas).backward();
   }
   // DeepSpeed reduces gradients inside backward(): at the boundary micro-step (stages 0-1) or
-  // after every micro-step (stages 2-3).
+  // after every micro-step (stages 2-3); inside no_sync() not at all (engine.py backward skips
+  // allreduce_gradients, so a boundary's gradients stay each rank's own).
   const bool boundary = is_gradient_accumulation_boundary();
   if (plan_.mixed.accumulate_in_fp32 && mixed_precision_ && !strategy_accumulates_in_fp32()) {
     accumulate_in_fp32(boundary);
   }
-  timed_partition_work([&] { strategy_->after_backward(boundary); });
+  if (!inside_no_sync_) timed_partition_work([&] { strategy_->after_backward(boundary); });
   if (boundary) {
     held_at_boundary_ = strategy_->held_bytes();
     // Stages 0-2 leave frozen parameters whole on every rank, outside the strategy; stage 3's

@@ -79,6 +79,11 @@ class ReferenceEngine {
   // boundary (accelerate 1.8.0+ under the Trainer sets it before every backward). DeepSpeed
   // asserts managed accumulation here; resolve_plan refuses that combination before training.
   void set_gradient_accumulation_boundary(bool is_boundary);
+  // runtime/engine.py no_sync() (0.16.0+): while inside, backward() reduces nothing across ranks,
+  // the boundary's backward included. DeepSpeed refuses it at stages 2-3 and breaks at stage 1
+  // when the boundary falls inside; resolve_plan refuses both before training, so only stage 0
+  // gets here.
+  void set_inside_no_sync(bool inside) { inside_no_sync_ = inside; }
 
   // What a user's loop can do around the engine (the faults live in the loop, not here).
   void optimizer_step_bypassing_engine();
@@ -186,6 +191,7 @@ class ReferenceEngine {
   // set_gradient_accumulation_boundary's flag: none until the caller sets one (DeepSpeed's
   // _is_gradient_accumulation_boundary = None).
   std::optional<bool> explicit_boundary_;
+  bool inside_no_sync_ = false;
   bool mixed_precision_ = false;
   LossScaler loss_scaler_;
   std::vector<at::Tensor> master_parameters_;  // float32 copies of owned_parameters()

@@ -1,6 +1,7 @@
 // What the user's loop does in one micro-step around the engine, habit by habit: the loss it
-// computes (token normalisation, dividing by GAS itself), which backward it calls, and how it
-// steps (engine.step() every micro-step or once per window, optimizer.step() around the engine).
+// computes (token normalisation, dividing by GAS itself), which backward it calls (inside
+// no_sync() or not), and how it steps (engine.step() every micro-step or once per window,
+// optimizer.step() around the engine).
 #pragma once
 #include <cstdint>
 
@@ -23,8 +24,13 @@ at::Tensor user_loss(const at::Tensor& loss_sum, int64_t micro_items, double win
 // engine.backward(loss), or the loop's own loss.backward(): plain autograd, unless the release
 // hooks the engine's forward outputs (then it scales and reduces as engine.backward does; at
 // stage 0 such a loop was refused before training).
+// Inside engine.no_sync() where `gradient_sync` turns the sync off for this backward
+// (`window_starts`: the first backward of the loop's window).
 void backward_as_the_loop_does(ReferenceEngine& engine, const at::Tensor& loss,
-                               const LoopSpec& loop, const Plan& plan);
+                               const LoopSpec& loop, const Plan& plan, bool window_starts);
+
+// Whether the loop lets this backward reduce across ranks.
+bool syncs_gradients(GradientSync sync, bool window_starts);
 
 // What the loop calls after each backward; `window_ends` after GAS backwards.
 void step_as_the_loop_does(ReferenceEngine& engine, const LoopSpec& loop, bool window_ends);

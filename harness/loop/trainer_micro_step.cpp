@@ -16,7 +16,8 @@ void backward_as_the_trainer_does(ReferenceEngine& engine, const at::Tensor& los
   if (loop.loss_scaling == LossScalingHabit::none) {
     // A Trainer release whose loss reached backward undivided (4.46.0-4.46.1 multiplied it by
     // GAS before accelerate's division), modelled as the loop's own loss.backward().
-    backward_as_the_loop_does(engine, loss, loop, plan);
+    // (loop.gradient_sync is refused with hf_trainer: window_starts changes nothing here.)
+    backward_as_the_loop_does(engine, loss, loop, plan, /*window_starts=*/true);
   } else {
     // Trainer.training_step: loss / current_gradient_accumulation_steps (or the token sum over
     // num_items_in_batch, which user_loss already gives times the window), then DeepSpeed's

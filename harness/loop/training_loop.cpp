@@ -187,7 +187,7 @@ class TrainingLoop {
     if (plan_.trainer) {
       backward_as_the_trainer_does(engine_, loss, loop_, plan_, window_ends);
     } else {
-      backward_as_the_loop_does(engine_, loss, loop_, plan_);
+      backward_as_the_loop_does(engine_, loss, loop_, plan_, /*window_starts=*/m % gas_ == 0);
     }
     ++backwards_done_;
     const double summed = loss_sum.item<double>();

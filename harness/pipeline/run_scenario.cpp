@@ -278,6 +278,7 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
   Plan plan = resolved;
   if (options.deepspeed) {
     const bool fsdp2 = options.deepspeed->versions.engine == "fsdp2";
+    plan.engine = fsdp2 ? TrainingEngine::fsdp2 : TrainingEngine::deepspeed;
     if (auto reason = fsdp2 ? unsupported_by_fsdp2_worker(scenario, plan)
                             : unsupported_by_deepspeed_worker(scenario, plan)) {
       result.verdict = skipped_verdict(*reason);
@@ -477,6 +478,21 @@ void add_changed_default(const Scenario& scenario, const RunOptions& options,
   verdict.diagnosis = *finding + (verdict.diagnosis.empty() ? "" : " " + verdict.diagnosis);
 }
 
+// Why a scenario DeepSpeed refuses is not run on FSDP2.
+std::string fsdp2_skips_refusal(const Scenario& scenario, const PlanResolution& resolution) {
+  const auto* refused = std::get_if<ConfigError>(&resolution);
+  if (refused && (refused->kind == ConfigErrorKind::no_sync_with_partitioned_gradients ||
+                  refused->kind == ConfigErrorKind::no_sync_boundary_at_zero_stage_1)) {
+    return "skipped: --engine fsdp2: the refusal is DeepSpeed's engine.no_sync() at ZeRO stage " +
+           std::to_string(scenario.deepspeed.zero_stage) +
+           " (" + describe_expectation(scenario.expect) +
+           "); FSDP2's set_requires_gradient_sync refuses nothing, and its outcome is the same "
+           "at every stage: the stage-0 scenarios of loop.gradient_sync show it";
+  }
+  return "skipped: --engine fsdp2: no FSDP2 counterpart: the verdict is on the DeepSpeed "
+         "config itself (" + describe_expectation(scenario.expect) + "), which FSDP2 does not read";
+}
+
 }  // namespace
 
 ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& options) {
@@ -536,9 +552,7 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
     result.verdict = *verdict;
     // FSDP2 reads no ds_config: what DeepSpeed's config rules say is not FSDP2's to show.
     if (options.deepspeed && options.deepspeed->versions.engine == "fsdp2") {
-      result.verdict = skipped_verdict(
-          "skipped: --engine fsdp2: no FSDP2 counterpart: the verdict is on the DeepSpeed "
-          "config itself (" + describe_expectation(scenario.expect) + "), which FSDP2 does not read");
+      result.verdict = skipped_verdict(fsdp2_skips_refusal(scenario, resolution));
     }
   } else {
     run_training_stage(scenario, std::get<Plan>(resolution), options, result);

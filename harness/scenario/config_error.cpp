@@ -19,6 +19,8 @@ const EnumSpellings<ConfigErrorKind>& config_error_spellings() {
       {ConfigErrorKind::untested_zero_optimizer, "untested_zero_optimizer"},
       {ConfigErrorKind::client_optimizer_with_offload, "client_optimizer_with_offload"},
       {ConfigErrorKind::direct_backward_unsupported, "direct_backward_unsupported"},
+      {ConfigErrorKind::no_sync_with_partitioned_gradients, "no_sync_with_partitioned_gradients"},
+      {ConfigErrorKind::no_sync_boundary_at_zero_stage_1, "no_sync_boundary_at_zero_stage_1"},
       {ConfigErrorKind::boundary_with_unmanaged_accumulation,
        "boundary_with_unmanaged_accumulation"},
       {ConfigErrorKind::scheduler_invalid, "scheduler_invalid"},

@@ -26,6 +26,11 @@ enum class ConfigErrorKind {
   // "zero_force_ds_cpu_optimizer": false (engine.py _configure_optimizer)
   client_optimizer_with_offload,
   direct_backward_unsupported,  // loss.backward() after an engine forward at stage 0 (0.18.3+)
+  // engine.no_sync() at ZeRO stage 2-3: DeepSpeed asserts at the first entry
+  no_sync_with_partitioned_gradients,
+  // engine.no_sync() around the boundary's backward at ZeRO stage 1: the optimizer's reduced
+  // gradients are never filled and engine.step() raises KeyError
+  no_sync_boundary_at_zero_stage_1,
   // The Hugging Face Trainer under accelerate 1.8.0+ sets the boundary before every backward,
   // which DeepSpeed 0.19.4+ asserts against "managed_gradient_accumulation": false
   boundary_with_unmanaged_accumulation,

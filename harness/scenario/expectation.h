@@ -24,6 +24,10 @@ enum class DiagnosisKind {
   optimizer_every_micro_step,       // accumulation bypassed
   step_once_per_window,             // boundary only every GAS step() calls
   unmanaged_gradient_accumulation,  // managed_gradient_accumulation false: every step() steps
+  // The loop's gradient sync switch (loop.gradient_sync):
+  gradients_not_reduced,  // DeepSpeed: the boundary's backward inside no_sync(), no all-reduce
+  gradient_sync_off_at_boundary,  // FSDP2: sync on for the window's first backward, not its last
+  gradients_never_synchronised,   // FSDP2: sync off for every backward, the optimizer gets none
   // Hugging Face Trainer under accelerate < 1.8.0 with a config whose GAS is 1: DeepSpeed steps
   // every micro-batch on 1/GAS of its gradient (the Trainer's division, never undone)
   trainer_boundary_ignored,

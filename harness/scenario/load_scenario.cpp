@@ -105,6 +105,8 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
   spec.stepping = loop.optional_enum("stepping", spec.stepping, stepping_spellings());
   spec.token_normalisation = loop.optional_enum("token_normalisation", spec.token_normalisation,
                                                 token_normalisation_spellings());
+  spec.gradient_sync =
+      loop.optional_enum("gradient_sync", spec.gradient_sync, gradient_sync_spellings());
   spec.keep = loop.optional_enum("keep", spec.keep, keep_spellings());
   spec.clip_grad_norm = loop.optional_number("clip_grad_norm", 0.0, 0.0);
   spec.lr_scheduler_step = loop.optional_enum("lr_scheduler_step", spec.lr_scheduler_step,
@@ -129,6 +131,18 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
     }
     evaluation.reject_unknown_keys();
     spec.evaluation = eval;
+  }
+  const bool sync_turned_off = spec.gradient_sync == GradientSync::first_micro_step ||
+                              spec.gradient_sync == GradientSync::never;
+  if (sync_turned_off && spec.stepping != SteppingHabit::every_micro_step) {
+    loop.fail("gradient_sync",
+              "expected \"engine\" or \"every_micro_step\" with \"stepping\": \"" +
+                  std::string(spelling_of(spec.stepping, stepping_spellings())) +
+                  "\", found \"" +
+                  spelling_of(spec.gradient_sync, gradient_sync_spellings()) +
+                  "\": a loop that both steps around the engine and turns the sync off is not "
+                  "modelled (which backward is the boundary's depends on both); describe one "
+                  "habit at a time");
   }
   spec.steps = loop.optional_int("steps", golden.steps, 1);
   if (spec.steps < golden.steps) {
@@ -236,12 +250,13 @@ void refuse_habits_the_trainer_has_not(ObjectReader& root, const LoopSpec& loop)
   const auto refuse = [&root](const char* key) {
     root.fail_at(std::string("/loop/") + key,
                  std::string("the Hugging Face Trainer runs the training loop (\"hf_trainer\"): "
-                             "it zeroes, clips and steps itself; \"") +
+                             "it zeroes, clips, steps and syncs gradients itself; \"") +
                      key + "\" describes a loop of your own. Remove it, or the hf_trainer "
                            "section if your script drives DeepSpeed itself");
   };
   if (loop.zero_grad != ZeroGradHabit::at_boundary) refuse("zero_grad");
   if (loop.stepping != SteppingHabit::every_micro_step) refuse("stepping");
+  if (loop.gradient_sync != GradientSync::engine) refuse("gradient_sync");
   if (loop.clip_grad_norm > 0.0) refuse("clip_grad_norm");
   if (loop.lr_scheduler_step != LrSchedulerStepping::engine) refuse("lr_scheduler_step");
   if (loop.evaluation && loop.evaluation->backward) refuse("evaluation");

@@ -7,6 +7,37 @@ namespace trainrepro {
 
 namespace {
 
+// The loop's engine.no_sync() (runtime/engine.py, 0.16.0 on, the same in every release this
+// harness knows): it asserts at entry when ZeRO partitions gradients (stages 2-3), and at
+// stage 1 a boundary backward inside it skips the reduction that fills the optimizer's
+// averaged gradients, which engine.step() then reads (measured on 0.19.8, 1 and 2 ranks).
+std::optional<ConfigError> check_no_sync(const Scenario& scenario, int64_t gas) {
+  const GradientSync sync = scenario.loop.gradient_sync;
+  // With a window of one backward the first backward is the boundary's, and never off.
+  const bool boundary_inside =
+      sync == GradientSync::never || (sync == GradientSync::first_micro_step && gas > 1);
+  if (!boundary_inside) return std::nullopt;  // the only way this loop enters no_sync()
+  const int stage = scenario.deepspeed.zero_stage;
+  if (stage >= 2) {
+    return ConfigError{
+        ConfigErrorKind::no_sync_with_partitioned_gradients,
+        "AssertionError: no_sync context manager is incompatible with gradient partitioning "
+        "logic of ZeRO stage " + std::to_string(stage) +
+            " (raised at the loop's first `with engine.no_sync():`: ZeRO 2-3 reduce-scatter "
+            "gradients inside every backward. Remove no_sync; DeepSpeed already reduces only "
+            "what the stage needs)"};
+  }
+  if (stage == 1) {
+    return ConfigError{
+        ConfigErrorKind::no_sync_boundary_at_zero_stage_1,
+        "KeyError: 0 (raised by engine.step() at the first boundary: the boundary's backward "
+        "ran inside engine.no_sync(), so ZeRO stage 1 never reduced the gradients its "
+        "optimizer steps on. Take the window's last backward out of no_sync(), or remove "
+        "no_sync: DeepSpeed reduces only at the boundary anyway)"};
+  }
+  return std::nullopt;
+}
+
 // deepspeed.initialize, then the loop's first backward (runtime/engine.py).
 std::optional<ConfigError> check_initialize(const Scenario& scenario) {
   const DeepSpeedConfig& config = scenario.deepspeed;
@@ -159,6 +190,8 @@ PlanResolution resolve_plan(const Scenario& scenario, Device device) {
                    : config.bf16_enabled ? Precision::bf16
                                          : Precision::fp32;
   if (auto error = choose_precision_wrapper(config, plan.precision, plan.mixed)) return *error;
+  // Initialize has succeeded; the loop's no_sync() fails later, at its first entry or step.
+  if (auto error = check_no_sync(scenario, plan.batch.gradient_accumulation_steps)) return *error;
   plan.zero_stage = config.zero_stage;
   plan.optimizer = *config.optimizer;  // check_initialize refused the names it cannot build
   plan.lr_schedule = config.scheduler;

@@ -40,6 +40,18 @@ enum class SteppingHabit {
   once_per_window,   // engine.step() once after GAS backwards: boundary every GAS² micro-batches
   optimizer_every_micro_step,  // optimizer.step() + zero_grad() directly after every backward
 };
+// When the loop lets a backward reduce gradients across ranks. DeepSpeed's engine.no_sync()
+// (0.16.0+) and FSDP2's model.set_requires_gradient_sync(False) turn the reduction off; a loop
+// that turns it off for the boundary's backward too never reduces that window.
+enum class GradientSync {
+  engine,            // the loop never touches it: DeepSpeed reduces at the boundary; FSDP2's
+                     // loop syncs only the window's last backward (correct)
+  every_micro_step,  // sync on every backward: the same gradients (FSDP2 reduce-scatters every
+                     // micro-step; DeepSpeed has no switch for it, so as `engine`)
+  first_micro_step,  // sync on the window's first backward and off for the others: the
+                     // off-by-one that leaves the boundary's backward unsynced
+  never,             // every backward inside no_sync() / with sync off
+};
 // Who steps the LR scheduler DeepSpeed built from the config.
 enum class LrSchedulerStepping {
   engine,            // engine.step() at every boundary, and nobody else (correct)
@@ -84,6 +96,7 @@ struct LoopSpec {
   ForwardHabit forward = ForwardHabit::engine;
   SteppingHabit stepping = SteppingHabit::every_micro_step;
   TokenNormalisation token_normalisation = TokenNormalisation::whole_batch;
+  GradientSync gradient_sync = GradientSync::engine;
   // > 0: the loop calls torch.nn.utils.clip_grad_norm_(model.parameters(), this) itself before
   // engine.step() at each boundary, on the gradients as autograd left them (under fp16: still
   // multiplied by the loss scale).
@@ -167,6 +180,7 @@ const EnumSpellings<ZeroGradHabit>& zero_grad_spellings();
 const EnumSpellings<LossScalingHabit>& loss_scaling_spellings();
 const EnumSpellings<ForwardHabit>& forward_spellings();
 const EnumSpellings<SteppingHabit>& stepping_spellings();
+const EnumSpellings<GradientSync>& gradient_sync_spellings();
 const EnumSpellings<TokenNormalisation>& token_normalisation_spellings();
 const EnumSpellings<LrSchedulerStepping>& lr_scheduler_stepping_spellings();
 const EnumSpellings<KeepHabit>& keep_spellings();

@@ -51,6 +51,15 @@ const EnumSpellings<SteppingHabit>& stepping_spellings() {
   return spellings;
 }
 
+const EnumSpellings<GradientSync>& gradient_sync_spellings() {
+  static const EnumSpellings<GradientSync> spellings = {
+      {GradientSync::engine, "engine"},
+      {GradientSync::every_micro_step, "every_micro_step"},
+      {GradientSync::first_micro_step, "first_micro_step"},
+      {GradientSync::never, "never"}};
+  return spellings;
+}
+
 const EnumSpellings<TokenNormalisation>& token_normalisation_spellings() {
   static const EnumSpellings<TokenNormalisation> spellings = {
       {TokenNormalisation::whole_batch, "whole_batch"},

@@ -145,6 +145,33 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
              ": engine.step() is called once per window, but "
              "DeepSpeed counts every step() call as a micro-step. Fix: call engine.step() after "
              "every engine.backward()";
+    case DiagnosisKind::gradients_not_reduced: {
+      const std::string ranks = std::to_string(batch.world_size);
+      return "rank 0 stepped on its own gradient alone, not the average of the " + ranks +
+             " ranks': the boundary's backward ran inside engine.no_sync(), which skips "
+             "DeepSpeed's all-reduce, so each rank updates its replica from its own " +
+             std::to_string(batch.micro_batch_per_gpu * window_steps) + " of the " + effective +
+             " samples and the replicas drift apart. Fix: take the window's last backward out "
+             "of no_sync(); at ZeRO 0-1 DeepSpeed reduces only at the boundary anyway, so "
+             "no_sync() saves nothing: remove it";
+    }
+    case DiagnosisKind::gradient_sync_off_at_boundary:
+      return "the optimizer stepped on the window's first micro-batch alone: the loop turned "
+             "gradient sync on for the first backward of the window and off for the others "
+             "(model.set_requires_gradient_sync), so FSDP2 reduce-scattered micro-batch 1 into "
+             "the sharded .grad the optimizer steps on and kept the other " +
+             std::to_string(window_steps - 1) +
+             " in its unsharded gradients, which reach the optimizer only with the next "
+             "window's first backward. Fix: sync the window's last backward: "
+             "model.set_requires_gradient_sync(micro_step % " + gas + " == " +
+             std::to_string(window_steps - 1) + ")";
+    case DiagnosisKind::gradients_never_synchronised:
+      return "the optimizer got no gradient at step " + std::to_string(step) +
+             ": gradient sync was off for every backward (model.set_requires_gradient_sync("
+             "False) never turned back on), so FSDP2 kept the gradients in its unsharded "
+             "parameters and never reduce-scattered them into the sharded .grad the optimizer "
+             "steps on: no parameter was updated. Fix: "
+             "model.set_requires_gradient_sync(True) before the window's last backward";
     case DiagnosisKind::trainer_boundary_ignored: {
       const TrainerLoopSpec& trainer = *plan.trainer;
       const std::string window = std::to_string(trainer.gradient_accumulation_steps);
@@ -338,6 +365,19 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
                                             /*reduced=*/true, 0, gas);
 
   std::vector<Hypothesis> hypotheses;
+  const bool on_fsdp2 = plan.engine == TrainingEngine::fsdp2;
+  // The boundary's backward inside DeepSpeed's no_sync(): every micro-batch of rank 0, scaled
+  // by engine.backward, never averaged (on one rank that is the correct gradient).
+  if (!on_fsdp2 && samples.world_size > 1) {
+    hypotheses.push_back({DiagnosisKind::gradients_not_reduced,
+                          rank_zero_holds(window, Normalised::by_window_items, engine_scale,
+                                          /*reduced=*/false, 0, gas)});
+  }
+  // FSDP2 with sync never on: the sharded .grad the optimizer holds stays empty (recorded as
+  // zeros), at any GAS. A zero prediction can match a zero gradient only: tested only there.
+  if (on_fsdp2 && norm_of(trace.steps[step].gradients) == 0.0) {
+    hypotheses.push_back({DiagnosisKind::gradients_never_synchronised, scaled(correct, 0.0)});
+  }
   const int64_t effective_batch = effective_train_batch(plan);
   if (effective_batch != scenario.golden.train_batch_size) {
     const bool no_accumulation = gas == 1 && effective_batch < scenario.golden.train_batch_size;
@@ -361,10 +401,22 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
     hypotheses.push_back({DiagnosisKind::zeroed_inside_window,
                           rank_zero_holds(window, Normalised::by_window_items, engine_scale,
                                           /*reduced=*/true, gas - 1, gas)});
-    // optimizer.step() after the first backward, before any boundary: rank 0's own gradient.
-    hypotheses.push_back({DiagnosisKind::optimizer_every_micro_step,
-                          rank_zero_holds(window, Normalised::by_window_items, engine_scale,
-                                          /*reduced=*/false, 0, 1)});
+    // optimizer.step() after the first backward, before any boundary: rank 0's own gradient
+    // (FSDP2's loop syncs every micro-step then: reduced). Only where the trace shows the
+    // optimizer stepping before the window's last backward: FSDP2's sync left off at the
+    // boundary predicts the same gradient, stepped at the window's end.
+    const bool stepped_inside_window = trace.steps[step].micro_step < (step + 1) * gas;
+    if (stepped_inside_window) {
+      hypotheses.push_back({DiagnosisKind::optimizer_every_micro_step,
+                            rank_zero_holds(window, Normalised::by_window_items, engine_scale,
+                                            /*reduced=*/on_fsdp2, 0, 1)});
+    }
+    // FSDP2, sync on for the window's first backward only: that micro-batch, reduced.
+    if (on_fsdp2 && !stepped_inside_window) {
+      hypotheses.push_back({DiagnosisKind::gradient_sync_off_at_boundary,
+                            rank_zero_holds(window, Normalised::by_window_items, engine_scale,
+                                            /*reduced=*/true, 0, 1)});
+    }
     // The boundary after GAS windows: each window's correct gradient, summed. That costs GAS²
     // reference backwards per rank; beyond kMaxStepOncePerWindowBackwards (GAS 128) it is not
     // tested: a GAS-512 run would wait minutes for one hypothesis.

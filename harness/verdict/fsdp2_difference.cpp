@@ -12,6 +12,19 @@ std::optional<std::string> fsdp2_difference(const Scenario& scenario, const Verd
            "GAS times the gradient (DeepSpeed 0.18.3+ scales a loss.backward() after engine(x) "
            "at ZeRO 1-3 as engine.backward(loss) would, so there the same loop is right)";
   }
+  // torch 2.11, _fsdp_param.py / _fsdp_param_group.py: with gradient sync off, backward leaves
+  // the gradients in the unsharded parameters; only a synced backward reduce-scatters them into
+  // the sharded .grad the optimizer steps on. DeepSpeed's no_sync() leaves each rank's own
+  // gradient in .grad instead, and steps on it.
+  const bool sync_turned_off = loop.gradient_sync == GradientSync::never ||
+                               loop.gradient_sync == GradientSync::first_micro_step;
+  if (verdict.outcome == Outcome::failed && sync_turned_off) {
+    return "on FSDP2 the same sync switch loses gradients instead of leaving them unreduced: "
+           "while set_requires_gradient_sync is False the gradients stay in FSDP2's unsharded "
+           "parameters, out of the optimizer's reach, until a synced backward reduce-scatters "
+           "them (DeepSpeed's no_sync() leaves each rank's own gradient in .grad and steps on "
+           "it, which one rank cannot tell from the average). What FSDP2 did: " + verdict.diagnosis;
+  }
   if (verdict.outcome != Outcome::not_reproduced) return std::nullopt;
   // torch 2.11, torch/distributed/fsdp/_fully_shard/_fsdp_param.py: while gradient sync is off,
   // backward accumulates into the unsharded parameters' .grad, which are not the parameters the

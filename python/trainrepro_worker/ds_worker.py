@@ -446,6 +446,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     stepping = loop.get("stepping", "every_micro_step")
     normalisation = loop.get("token_normalisation", "whole_batch")
     forward = loop.get("forward", "engine")
+    gradient_sync = loop.get("gradient_sync", "engine")
     managed = job["deepspeed"].get("managed_gradient_accumulation", True)
     # Under the Trainer its window decides, whatever gradient_accumulation_steps DeepSpeed
     # resolved (accelerate inserts 1 when the config has none).
@@ -477,12 +478,17 @@ def run(job, rank, world_size, record, make_memory_probe=None):
             loss = loss_sum / batch.items
         if loss_scaling == "twice":
             loss = loss / window
-        if trainer:
-            backward_as_the_trainer_does(loss, window_ends)
-        elif loss_scaling == "none":
-            loss.backward()
-        else:
-            engine.backward(loss)
+        # The loop's own sync switch: `with engine.no_sync():` around the backwards it leaves
+        # unsynced (DeepSpeed has no switch to sync more often than at its boundary).
+        syncs = gradient_sync in ("engine", "every_micro_step") or (
+            gradient_sync == "first_micro_step" and m % window == 0)
+        with contextlib.nullcontext() if syncs else engine.no_sync():
+            if trainer:
+                backward_as_the_trainer_does(loss, window_ends)
+            elif loss_scaling == "none":
+                loss.backward()
+            else:
+                engine.backward(loss)
         backwards[0] += 1
         with harness_record():
             record["micro_step_losses"].append(float(loss_sum.detach()) / batch.items)

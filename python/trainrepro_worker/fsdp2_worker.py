@@ -19,7 +19,9 @@ The loop is the one an FSDP2 user writes for what the scenario's DeepSpeed confi
 The habits (scenario "loop") are performed the FSDP2 way: zero_grad every micro-step calls
 optimizer.zero_grad() before each, loss_scaling "twice" divides by GAS twice and "none" not at all,
 stepping "optimizer_every_micro_step" steps and zeroes after every micro-step (no clipping, as a
-loop that calls the optimizer itself does), "once_per_window" is this loop's own way.
+loop that calls the optimizer itself does), "once_per_window" is this loop's own way;
+gradient_sync sets `set_requires_gradient_sync` before every backward ("every_micro_step": True,
+"first_micro_step": True on a window's first only, "never": False).
 
 Recorded as ds_worker records: the full gradients before clipping (`DTensor.full_tensor()`, a
 collective every rank calls) and the full parameters after the step, for the first JOB["steps"]
@@ -154,6 +156,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     loss_scaling = loop.get("loss_scaling", "engine")
     stepping = loop.get("stepping", "every_micro_step")
     normalisation = loop.get("token_normalisation", "whole_batch")
+    gradient_sync = loop.get("gradient_sync", "engine")
     window_items = None
     m = 0
     while len(record["steps"]) < steps_wanted:
@@ -167,8 +170,14 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if zero_grad == "every_micro_step":
             optimizer.zero_grad()
         # Gradients are reduce-scattered only on the window's last micro-step; before it each
-        # rank accumulates its unsharded gradients.
-        module.set_requires_gradient_sync(window_ends or stepping == "optimizer_every_micro_step")
+        # rank accumulates its unsharded gradients. The loop's own switch (loop.gradient_sync)
+        # may sync every backward, only the window's first (an off-by-one) or none.
+        if gradient_sync == "engine":
+            syncs = window_ends or stepping == "optimizer_every_micro_step"
+        else:
+            syncs = gradient_sync == "every_micro_step" or (
+                gradient_sync == "first_micro_step" and m % gas == 0)
+        module.set_requires_gradient_sync(syncs)
         outputs = module(batch.inputs)
         loss_sum = module.loss_sum(outputs.float(), batch)
         loss = loss_sum * (gas / window_items) if normalisation == "whole_batch" \

@@ -334,6 +334,18 @@ def predict(hypothesis, model, parameters, source, engine, step, previous_gradie
     # accumulation: every engine.step() is a boundary, engine.backward still divides by GAS).
     if hypothesis in ("optimizer_every_micro_step", "unmanaged_gradient_accumulation"):
         return [g / window_items for g in sums[0]]
+    if hypothesis == "gradients_not_reduced":
+        # The boundary's backward inside engine.no_sync(): rank 0 steps on its own micro-batches
+        # (samples [(k*W)*MB, (k*W+1)*MB) of global micro-batch k), each normalised by the
+        # window's items per rank, never averaged with the other ranks'.
+        ranks = engine["world_size"]
+        per_rank = engine["train_micro_batch_size_per_gpu"]
+        own = None
+        for k in range(gas):
+            g, _ = zoo.gradient_of_sum(model, source, (first + k) * micro,
+                                       (first + k) * micro + per_rank)
+            own = g if own is None else [t + x for t, x in zip(own, g)]
+        return [x * ranks / window_items for x in own]
     if hypothesis == "per_micro_batch_token_normalisation":
         return [sum(s[i] / (n * gas) for s, n in zip(sums, items)) for i in range(len(sums[0]))]
     if hypothesis == "step_once_per_window":

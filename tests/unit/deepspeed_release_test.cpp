@@ -273,6 +273,44 @@ TEST_F(InitializeChecks, DirectBackwardAfterAnEngineForwardFollowsTheRelease) {
   EXPECT_FALSE(std::get<Plan>(old).direct_backward_through_engine);
 }
 
+// runtime/engine.py no_sync(): asserted at ZeRO 2-3 at the first entry; at ZeRO 1 a boundary
+// backward inside it leaves engine.step() without reduced gradients (KeyError, measured on
+// 0.19.8); at ZeRO 0 it trains, unreduced. A loop whose every backward is a window's first
+// (GAS 1) never enters it.
+TEST_F(InitializeChecks, NoSyncIsRefusedWhereDeepSpeedRefusesIt) {
+  nlohmann::json scenario = valid_scenario();  // GAS 4
+  for (const char* sync : {"first_micro_step", "never"}) {
+    scenario["loop"] = {{"gradient_sync", sync}};
+    scenario["deepspeed"]["zero_optimization"] = {{"stage", 0}};
+    EXPECT_EQ(refused(plan_of(scenario)), std::nullopt) << sync;
+    scenario["deepspeed"]["zero_optimization"] = {{"stage", 1}};
+    EXPECT_EQ(refused(plan_of(scenario)), ConfigErrorKind::no_sync_boundary_at_zero_stage_1)
+        << sync;
+    for (int stage : {2, 3}) {
+      scenario["deepspeed"]["zero_optimization"] = {{"stage", stage}};
+      EXPECT_EQ(refused(plan_of(scenario)), ConfigErrorKind::no_sync_with_partitioned_gradients)
+          << sync << " stage " << stage;
+    }
+  }
+  scenario["loop"] = {{"gradient_sync", "every_micro_step"}};  // DeepSpeed has no such switch
+  EXPECT_EQ(refused(plan_of(scenario)), std::nullopt);
+  scenario["loop"] = {{"gradient_sync", "first_micro_step"}};
+  scenario["deepspeed"]["train_micro_batch_size_per_gpu"] = 32;  // GAS 1: never inside no_sync
+  EXPECT_EQ(refused(plan_of(scenario)), std::nullopt);
+  scenario["deepspeed"]["train_micro_batch_size_per_gpu"] = 8;
+  scenario["loop"] = {{"gradient_sync", "never"}, {"stepping", "once_per_window"}};
+  try {
+    plan_of(scenario);
+    ADD_FAILURE() << "a sync switch with stepping around the engine was accepted";
+  } catch (const ScenarioError& error) {
+    EXPECT_NE(std::string(error.what()).find("s.json:/loop/gradient_sync: expected \"engine\" or "
+                                             "\"every_micro_step\" with \"stepping\": "
+                                             "\"once_per_window\", found \"never\""),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 TEST_F(InitializeChecks, UnknownReleaseIsRejectedWithTheKnownOnes) {
   nlohmann::json scenario = valid_scenario();
   scenario["deepspeed_version"] = "0.18.0";

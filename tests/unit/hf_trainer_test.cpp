@@ -283,11 +283,12 @@ TEST_F(HfTrainerScenario, UnknownAccelerateReleaseNamesTheKnownOnes) {
       << error_of(without_gas_key("1.6.0"));
 }
 
-// The Trainer zeroes, clips and steps itself: habits of a loop of one's own are refused.
+// The Trainer zeroes, clips, steps and syncs itself: habits of a loop of one's own are refused.
 TEST_F(HfTrainerScenario, HabitsOfAnOwnLoopAreRefused) {
   for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
            {"zero_grad", "every_micro_step"},
            {"stepping", "once_per_window"},
+           {"gradient_sync", "never"},
            {"clip_grad_norm", 1.0},
            {"evaluation", {{"no_grad", false}, {"backward", true}}}}) {
     nlohmann::json scenario = without_gas_key("1.15.0");
