@@ -131,7 +131,9 @@
       if (ran.length < 2) return '';
       var first = ran[0];
       return ran.filter(function (sc) { return sc.outcome !== first.outcome; }).map(function (sc) {
-        return engineOf(sc.s) + ' ' + sc.outcome + ': ' + (str(sc.s.diagnosis) || oneLine(sc.s));
+        // A skip's reason starts "skipped: " itself: said once, after the outcome.
+        var why = (str(sc.s.diagnosis) || oneLine(sc.s)).replace(/^skipped: /, '');
+        return engineOf(sc.s) + ' ' + sc.outcome + ': ' + why;
       }).join('; ');
     }
     var differs = names.some(function (n) { return difference(n) !== ''; });

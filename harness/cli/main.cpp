@@ -33,8 +33,8 @@ constexpr const char* kDeepSpeedEngineNote =
     "--engine fsdp2: PyTorch's own FSDP2 (fully_shard over a CPU mesh, gloo) in the\n"
     "Python named by TRAINREPRO_FSDP2_PYTHON, else the one whose torch built trainrepro; the\n"
     "ds_config mapped as the README's table says (\"FSDP2 as the engine under test\"). What FSDP2\n"
-    "has no counterpart for (DeepSpeed's config errors, fp16 loss scaling, Lamb, its schedulers\n"
-    "and Trainer loop) is skipped with the reason.\n";
+    "has no counterpart for (DeepSpeed's config errors, fp16 loss scaling, Lamb, the Trainer's\n"
+    "DeepSpeed loop) or not yet (OneCycle, offload, CUDA) is skipped with the reason.\n";
 
 // --device as the scenario format spells it; empty (not given) means no override.
 std::optional<trainrepro::DeviceChoice> device_choice_from(const std::string& spelling) {

@@ -113,9 +113,12 @@ std::optional<std::string> unsupported_by_fsdp2_worker(const Scenario& scenario,
   if (!scenario.deepspeed.client_optimizer && plan.optimizer.kind == OptimizerKind::lamb) {
     return none + "DeepSpeed's FusedLamb (/deepspeed/optimizer/type)";
   }
-  if (plan.lr_schedule) {
-    return not_yet + "the config's scheduler (/deepspeed/scheduler: DeepSpeed's own classes, not "
-                     "mapped to a torch scheduler yet)";
+  // WarmupLR, WarmupDecayLR and WarmupCosineLR become a torch LRScheduler with DeepSpeed's rates
+  // (config_schedule.py); OneCycle also cycles Adam's betas, which that does not yet.
+  if (plan.lr_schedule && plan.lr_schedule->kind == LrScheduleKind::one_cycle) {
+    return not_yet + "the config's OneCycle scheduler (/deepspeed/scheduler/type: it cycles the "
+                     "optimizer's momentum too; WarmupLR, WarmupDecayLR and WarmupCosineLR are "
+                     "mapped to torch)";
   }
   if (scenario.deepspeed.offload_optimizer_device != "none") {
     return not_yet + "ZeRO offload (/deepspeed/zero_optimization/offload_optimizer)";
@@ -179,6 +182,8 @@ nlohmann::json fsdp2_job(const Scenario& scenario, const Plan& plan, const Golde
   const OptimizerConfig& optimizer = plan.optimizer;
   const char* kinds[] = {"sgd", "adam", "adamw", "lamb"};
   job["engine"] = "fsdp2";
+  const nlohmann::json schedule =
+      plan.lr_schedule ? lr_schedule_to_json(*plan.lr_schedule) : nlohmann::json();
   job["fsdp2"] = {
       {"train_micro_batch_size_per_gpu", plan.batch.micro_batch_per_gpu},
       {"gradient_accumulation_steps", plan.batch.gradient_accumulation_steps},
@@ -188,6 +193,7 @@ nlohmann::json fsdp2_job(const Scenario& scenario, const Plan& plan, const Golde
       // accumulates in float32 (FSDP2 then keeps the window's gradients in float32 too).
       {"precision", precision_name(plan.precision)},
       {"accumulate_in_fp32", plan.mixed.accumulate_in_fp32},
+      {"lr_schedule", schedule},  // null: the optimizer's lr throughout
       {"optimizer",
        {{"kind", kinds[static_cast<int>(optimizer.kind)]},
         {"type_as_written", optimizer.type_as_written},

@@ -159,9 +159,10 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
       return "the optimizer stepped on the window's first micro-batch alone: the loop turned "
              "gradient sync on for the first backward of the window and off for the others "
              "(model.set_requires_gradient_sync), so FSDP2 reduce-scattered micro-batch 1 into "
-             "the sharded .grad the optimizer steps on and kept the other " +
-             std::to_string(window_steps - 1) +
-             " in its unsharded gradients, which reach the optimizer only with the next "
+             "the sharded .grad the optimizer steps on and kept the window's other " +
+             (window_steps == 2 ? std::string("micro-batch's gradient")
+                                : std::to_string(window_steps - 1) + " micro-batches' gradients") +
+             " in its unsharded parameters, which reach the optimizer only with the next "
              "window's first backward. Fix: sync the window's last backward: "
              "model.set_requires_gradient_sync(micro_step % " + gas + " == " +
              std::to_string(window_steps - 1) + ")";

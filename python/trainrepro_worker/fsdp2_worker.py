@@ -10,6 +10,8 @@ The loop is the one an FSDP2 user writes for what the scenario's DeepSpeed confi
   - the config's optimizer as its torch.optim class, over the same parameters or groups: Adam with
     DeepSpeed's default adam_w_mode -> AdamW, Adam with adam_w_mode false -> Adam (L2), AdamW,
     SGD; the script's own optimizer (client_optimizer) as the scenario builds it;
+  - the config's scheduler (WarmupLR, WarmupDecayLR, WarmupCosineLR) as a torch LRScheduler with
+    DeepSpeed's rates (config_schedule.py), stepped after every optimizer step;
   - bf16: `MixedPrecisionPolicy(param_dtype=torch.bfloat16)` over float32 sharded parameters,
     `reduce_dtype=torch.float32` where DeepSpeed accumulates gradients in float32;
   - accumulation: `model.set_requires_gradient_sync(False)` on the micro-steps inside a window,
@@ -27,10 +29,17 @@ Recorded as ds_worker records: the full gradients before clipping (`DTensor.full
 collective every rank calls) and the full parameters after the step, for the first JOB["steps"]
 optimizer steps.
 """
+import warnings
+
 import torch
 
+import config_schedule
 import ds_worker
 import zoo
+
+# A loop that steps the scheduler every micro-batch (loop.lr_scheduler_step) calls it before the
+# first optimizer.step(): torch's warning about that order is the habit under test, not news.
+warnings.filterwarnings("ignore", message="Detected call of `lr_scheduler.step\\(\\)` before")
 
 
 class NotExpressible(Exception):
@@ -97,6 +106,14 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         model_parameters = zoo.parameter_groups(module, job["parameter_groups"])
     optimizer = zoo.client_optimizer(job["client_optimizer"], model_parameters) \
         if job.get("client_optimizer") else optimizer_for(plan["optimizer"], model_parameters)
+    # The config's scheduler, as torch's (config_schedule.py); stepped after every optimizer step
+    # at a window's end, as DeepSpeed's engine.step() steps it.
+    scheduler = None
+    if plan.get("lr_schedule"):
+        try:
+            scheduler = config_schedule.ConfigSchedule(optimizer, plan["lr_schedule"])
+        except config_schedule.NotMapped as why:
+            raise NotExpressible(str(why)) from None
 
     gas, micro_batch = plan["gradient_accumulation_steps"], plan["train_micro_batch_size_per_gpu"]
     clipping = plan["gradient_clipping"]
@@ -203,8 +220,13 @@ def run(job, rank, world_size, record, make_memory_probe=None):
                 torch.nn.utils.clip_grad_norm_(parameters, clipping)
             optimizer.step()
             record_step()
+            if scheduler:
+                scheduler.step()
             if zero_grad != "never":
                 optimizer.zero_grad()
+        # The loop's own lr_scheduler.step() after every micro-batch, besides the boundary's.
+        if scheduler and loop.get("lr_scheduler_step", "engine") == "every_micro_step":
+            scheduler.step()
         del batch, outputs, loss_sum, loss
         stepped = len(record["steps"]) > steps_before
         timer.micro_step_ends(stepped)

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -71,6 +72,20 @@ def watch(trainrepro, python, script, ranks, args=(), watch_args=()):
         return done.returncode, output, verdict, seconds
 
 
+def failure_text(label, output):
+    """What a failure shows: the lines that say how a process ended (a rank's abort or
+    traceback sits far above the watch's own tail, which is cut), then the tail; the whole output
+    is kept in a file that outlives the test's temporary folder, named here."""
+    kept = pathlib.Path(tempfile.mkdtemp(prefix="trainrepro-watch-failure-")) / "output.txt"
+    kept.write_text(output)
+    endings = [line for line in output.splitlines()
+               if re.search(r"Fatal|Abort|SIG[A-Z]+|terminate called|Segmentation|Traceback|"
+                            r"Error:|exitcode|core dumped", line)]
+    return (f"(the whole output of {label}: {kept})\n"
+            + ("how processes ended:\n" + "\n".join(endings[-40:]) + "\n" if endings else "")
+            + "the tail:\n" + output[-3000:])
+
+
 def hf_trainer_python():
     """The real Trainer stack's Python, or None when its cache is not installed."""
     cache = pathlib.Path(os.environ.get("TRAINREPRO_CACHE") or pathlib.Path(
@@ -106,7 +121,8 @@ def check_case(trainrepro, python, case, ranks, failures):
               f"{said} ({seconds:.0f} s)", flush=True)
         if not ok:
             failures.append(f"{label} at {ranks} ranks: expected "
-                            f"{expected or 'a pass'}; the watch said:\n{output[-3000:]}")
+                            f"{expected or 'a pass'}; the watch said:\n"
+                            f"{failure_text(label, output)}")
 
 
 def check_bad_inputs(trainrepro, python, failures):
@@ -128,7 +144,7 @@ def check_bad_inputs(trainrepro, python, failures):
               flush=True)
         if not ok:
             failures.append(f"{script}: expected exit {code_expected} and {text!r}; "
-                            f"got exit {code}:\n{output[-3000:]}")
+                            f"got exit {code}:\n{failure_text(script, output)}")
     code = subprocess.run([trainrepro, "watch"], capture_output=True, text=True).returncode
     if code != 2:
         failures.append(f"watch without a command: exit {code}, expected 2")
