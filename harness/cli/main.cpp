@@ -34,7 +34,7 @@ constexpr const char* kDeepSpeedEngineNote =
     "Python named by TRAINREPRO_FSDP2_PYTHON, else the one whose torch built trainrepro; the\n"
     "ds_config mapped as the README's table says (\"FSDP2 as the engine under test\"). What FSDP2\n"
     "has no counterpart for (DeepSpeed's config errors, fp16 loss scaling, Lamb, the Trainer's\n"
-    "DeepSpeed loop) or not yet (OneCycle, offload, CUDA) is skipped with the reason.\n";
+    "DeepSpeed loop) or not yet (offload, CUDA) is skipped with the reason.\n";
 
 // --device as the scenario format spells it; empty (not given) means no override.
 std::optional<trainrepro::DeviceChoice> device_choice_from(const std::string& spelling) {

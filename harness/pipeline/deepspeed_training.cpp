@@ -113,13 +113,8 @@ std::optional<std::string> unsupported_by_fsdp2_worker(const Scenario& scenario,
   if (!scenario.deepspeed.client_optimizer && plan.optimizer.kind == OptimizerKind::lamb) {
     return none + "DeepSpeed's FusedLamb (/deepspeed/optimizer/type)";
   }
-  // WarmupLR, WarmupDecayLR and WarmupCosineLR become a torch LRScheduler with DeepSpeed's rates
-  // (config_schedule.py); OneCycle also cycles Adam's betas, which that does not yet.
-  if (plan.lr_schedule && plan.lr_schedule->kind == LrScheduleKind::one_cycle) {
-    return not_yet + "the config's OneCycle scheduler (/deepspeed/scheduler/type: it cycles the "
-                     "optimizer's momentum too; WarmupLR, WarmupDecayLR and WarmupCosineLR are "
-                     "mapped to torch)";
-  }
+  // The config's scheduler becomes a torch LRScheduler with DeepSpeed's rates and OneCycle's
+  // momentum (config_schedule.py): every type DeepSpeed's config names is mapped.
   if (scenario.deepspeed.offload_optimizer_device != "none") {
     return not_yet + "ZeRO offload (/deepspeed/zero_optimization/offload_optimizer)";
   }

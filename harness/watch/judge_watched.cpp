@@ -40,6 +40,7 @@ struct WindowPieces {
   Gradients per_micro;    // (1/R) sum over ranks and micro-steps of each micro-batch's mean
   Gradients last_micro;   // (1/R) sum over ranks of the last micro-batch's mean
   Gradients first_rank_last_micro;  // rank 0's last micro-batch's mean alone
+  Gradients first_rank_per_micro;   // the sum of rank 0's micro-batch means alone
   int64_t items = 0;
   bool items_vary = false;  // micro-batches of different item counts (tokens)
   int64_t labels_counted = 0;  // the forwards' labels not -100 (Hugging Face); 0 when none
@@ -52,6 +53,7 @@ WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
   pieces.per_micro = zeros_like(pieces.golden);
   pieces.last_micro = zeros_like(pieces.golden);
   pieces.first_rank_last_micro = zeros_like(pieces.golden);
+  pieces.first_rank_per_micro = zeros_like(pieces.golden);
   const int64_t first_items = ranks.front().windows[w].micro_steps.front().items;
   for (const RankRecording& rank : ranks) {
     const std::vector<WatchedMicroStep>& micro_steps = rank.windows[w].micro_steps;
@@ -63,6 +65,9 @@ WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
       add_scaled(pieces.golden, micro.summed_loss_gradients, 1.0);
       const double mean = 1.0 / static_cast<double>(std::max<int64_t>(micro.items, 1));
       add_scaled(pieces.per_micro, micro.summed_loss_gradients, mean / world);
+      if (&rank == &ranks.front()) {
+        add_scaled(pieces.first_rank_per_micro, micro.summed_loss_gradients, mean);
+      }
       if (i + 1 == micro_steps.size()) {
         add_scaled(pieces.last_micro, micro.summed_loss_gradients, mean / world);
         if (&rank == &ranks.front()) {
@@ -113,6 +118,12 @@ std::vector<Hypothesis> hypotheses_for(const RankRecording& rank, size_t w,
   if (micro_steps > 1) {
     hypotheses.push_back(
         {DiagnosisKind::zeroed_inside_window, scaled(pieces.last_micro, 1.0 / g)});
+  }
+  // The boundary's backward inside engine.no_sync() (ZeRO 0): rank 0's own micro-batches,
+  // divided by engine.backward, never averaged with the other ranks'.
+  if (rank.world_size > 1 && count_calls(rank, w, "engine.no_sync()") > 0) {
+    hypotheses.push_back(
+        {DiagnosisKind::gradients_not_reduced, scaled(pieces.first_rank_per_micro, 1.0 / g)});
   }
   hypotheses.push_back({DiagnosisKind::loss_scaled_twice, scaled(pieces.per_micro, 1.0 / (g * g))});
   hypotheses.push_back({DiagnosisKind::loss_not_scaled, pieces.per_micro});
@@ -176,6 +187,16 @@ std::string explain(DiagnosisKind kind, const RankRecording& rank, size_t w,
              g + " (gradient_accumulation_steps), " + g +
              " steps per intended one. Fix: call engine.step() after every engine.backward() "
              "and let the engine step the optimizer at the boundary";
+    case DiagnosisKind::gradients_not_reduced:
+      return "rank 0 stepped on its own gradient alone, not the average of the " +
+             std::to_string(rank.world_size) + " ranks' (norm ratio " + ratio +
+             "): the loop entered engine.no_sync() " +
+             std::to_string(count_calls(rank, w, "engine.no_sync()")) + " times for " + micro +
+             " backwards, the boundary's among them, and inside it DeepSpeed skips its "
+             "all-reduce, so each rank updates its replica from its own micro-batches and the "
+             "replicas drift apart. Fix: take the window's last backward out of no_sync(); at "
+             "ZeRO 0-1 DeepSpeed reduces only at the boundary anyway, so no_sync() saves "
+             "nothing: remove it";
     case DiagnosisKind::step_once_per_window:
       return "the accumulation boundary came after " + micro + " micro-batches, not " + g +
              ": the loop calls engine.step() once per window (" +

@@ -54,8 +54,28 @@ def _settings():
             "memory_steps": int(os.environ.get("TRAINREPRO_WATCH_MEMORY_STEPS", "0"))}
 
 
+def _let_collective_threads_finish():
+    """The last thing the watched process does at exit (registered before every other handler
+    of the watch, so it runs after them). torch 2.11's gloo worker thread frees a finished
+    collective's tensors after the collective has returned, and freeing a tensor that has a
+    Python object needs the GIL: when the interpreter is already finalizing, that thread exits
+    inside a C++ destructor and the whole process aborts ("terminate called without an active
+    exception", SIGABRT; seen in c10d::ProcessGroupGloo::runLoop). A DeepSpeed script on CPU
+    that ends right after its last engine.step() hits that in about one 2-rank run in five, with
+    or without the watch (measured 2026-12-04, DeepSpeed 0.19.8); the watch would then report a
+    failed command after judging every step. Releasing the GIL for 50 ms first lets the thread
+    finish: 0 aborts in 16 runs."""
+    import time
+
+    torch = sys.modules.get("torch")
+    distributed = getattr(torch, "distributed", None) if torch else None
+    if distributed is not None and distributed.is_available() and distributed.is_initialized():
+        time.sleep(0.05)
+
+
 def patch_deepspeed(deepspeed):
     """Wraps deepspeed.initialize (called once, when the script imports deepspeed)."""
+    atexit.register(_let_collective_threads_finish)
     original = deepspeed.initialize
 
     @functools.wraps(original)
@@ -227,6 +247,8 @@ class Watcher:
         self._patch(engine, "backward", self._backward)
         self._patch(engine, "step", self._engine_step)
         self._patch(engine, "zero_grad", self._called("engine.zero_grad()"))
+        if hasattr(engine, "no_sync"):  # DeepSpeed 0.16.0+: the loop's own sync switch
+            self._patch(engine, "no_sync", self._called("engine.no_sync()"))
         for seen in {id(o): o for o in (optimizer, engine.optimizer) if o is not None}.values():
             if isinstance(seen, torch.optim.Optimizer):
                 # Hooks, not a replaced step: an LR scheduler marks the step it wraps and warns

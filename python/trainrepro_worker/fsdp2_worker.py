@@ -10,8 +10,9 @@ The loop is the one an FSDP2 user writes for what the scenario's DeepSpeed confi
   - the config's optimizer as its torch.optim class, over the same parameters or groups: Adam with
     DeepSpeed's default adam_w_mode -> AdamW, Adam with adam_w_mode false -> Adam (L2), AdamW,
     SGD; the script's own optimizer (client_optimizer) as the scenario builds it;
-  - the config's scheduler (WarmupLR, WarmupDecayLR, WarmupCosineLR) as a torch LRScheduler with
-    DeepSpeed's rates (config_schedule.py), stepped after every optimizer step;
+  - the config's scheduler (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle) as a torch
+    LRScheduler with DeepSpeed's rates and OneCycle's momentum (config_schedule.py), stepped after
+    every optimizer step;
   - bf16: `MixedPrecisionPolicy(param_dtype=torch.bfloat16)` over float32 sharded parameters,
     `reduce_dtype=torch.float32` where DeepSpeed accumulates gradients in float32;
   - accumulation: `model.set_requires_gradient_sync(False)` on the micro-steps inside a window,
