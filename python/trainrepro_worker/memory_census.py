@@ -135,8 +135,8 @@ class MemoryCensus:
         """The live storages ((data pointer, bytes) -> bytes) and the autograd nodes alive: the
         tensors reachable from Python, their gradients and what their autograd graph saves
         (autograd_graph.h counts the same nodes on the reference engine). One pass, few
-        attribute reads per tensor: this runs inside the user's step."""
-        gc.collect()
+        attribute reads per tensor: this runs inside the user's step. The caller collects
+        garbage first."""
         tensors = [o for o in gc.get_objects() if isinstance(o, torch.Tensor)]
         tensors += [t for t in (ref() for ref in self._frozen) if t is not None]
         excluded = {t.untyped_storage().data_ptr() for t in self._excluded_tensors()}
@@ -193,6 +193,11 @@ class MemoryCensus:
         return sum(storages.values()), len(storages), autograd_nodes
 
     def sample(self, point, micro_step, optimizer_step):
+        # Garbage first: cycles the training dropped are freed before the heap is read, so they
+        # count for neither the training nor the probe (collected after the read, their bytes
+        # left the heap during the census and were booked as the probe's negative share, that
+        # is, counted as the training's from then on).
+        gc.collect()
         heap_before = self.host_heap_in_use()
         host = heap_before - self._excluded_host
         live, allocations, autograd_nodes = self._take_census(optimizer_step)
@@ -219,6 +224,7 @@ class MemoryCensus:
         # (measured 2026-12-04: a false tensor_memory_leak in 1 of 14 2-rank watched runs of a
         # loop that keeps only loss.item(), one 2.6 KiB allocation born in the last step).
         time.sleep(0.05)
+        gc.collect()
         storages, _ = self._census()
         live = [[nbytes, self._births.get(key, self._steps_at_last_census)]
                 for key, nbytes in sorted(storages.items())]
