@@ -15,19 +15,6 @@ at::Tensor user_loss(const at::Tensor& loss_sum, int64_t micro_items, double win
   return loss;
 }
 
-bool syncs_gradients(GradientSync sync, bool window_starts) {
-  switch (sync) {
-    case GradientSync::engine:
-    case GradientSync::every_micro_step:
-      return true;
-    case GradientSync::first_micro_step:
-      return window_starts;
-    case GradientSync::never:
-      return false;
-  }
-  return true;
-}
-
 void backward_as_the_loop_does(ReferenceEngine& engine, const at::Tensor& loss,
                                const LoopSpec& loop, const Plan& plan, bool window_starts) {
   // `with engine.no_sync():` around the backward where the loop turns the sync off.

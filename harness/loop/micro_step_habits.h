@@ -29,9 +29,6 @@ at::Tensor user_loss(const at::Tensor& loss_sum, int64_t micro_items, double win
 void backward_as_the_loop_does(ReferenceEngine& engine, const at::Tensor& loss,
                                const LoopSpec& loop, const Plan& plan, bool window_starts);
 
-// Whether the loop lets this backward reduce across ranks.
-bool syncs_gradients(GradientSync sync, bool window_starts);
-
 // What the loop calls after each backward; `window_ends` after GAS backwards.
 void step_as_the_loop_does(ReferenceEngine& engine, const LoopSpec& loop, bool window_ends);
 

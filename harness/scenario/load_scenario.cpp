@@ -132,9 +132,7 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
     evaluation.reject_unknown_keys();
     spec.evaluation = eval;
   }
-  const bool sync_turned_off = spec.gradient_sync == GradientSync::first_micro_step ||
-                              spec.gradient_sync == GradientSync::never;
-  if (sync_turned_off && spec.stepping != SteppingHabit::every_micro_step) {
+  if (turns_sync_off(spec.gradient_sync) && spec.stepping != SteppingHabit::every_micro_step) {
     loop.fail("gradient_sync",
               "expected \"engine\" or \"every_micro_step\" with \"stepping\": \"" +
                   std::string(spelling_of(spec.stepping, stepping_spellings())) +

@@ -52,6 +52,18 @@ enum class GradientSync {
                      // off-by-one that leaves the boundary's backward unsynced
   never,             // every backward inside no_sync() / with sync off
 };
+// Whether the loop lets a backward reduce across ranks (`window_starts`: the window's first).
+inline bool syncs_gradients(GradientSync sync, bool window_starts) {
+  return sync == GradientSync::engine || sync == GradientSync::every_micro_step ||
+         (sync == GradientSync::first_micro_step && window_starts);
+}
+// Whether the loop ever turns the sync off (some backward of a window of several).
+inline bool turns_sync_off(GradientSync sync) { return !syncs_gradients(sync, false); }
+// Whether the boundary's backward, a window's last, runs with the sync off; with a window of one
+// backward it is also the window's first.
+inline bool boundary_unsynced(GradientSync sync, int64_t window) {
+  return !syncs_gradients(sync, window == 1);
+}
 // Who steps the LR scheduler DeepSpeed built from the config.
 enum class LrSchedulerStepping {
   engine,            // engine.step() at every boundary, and nobody else (correct)

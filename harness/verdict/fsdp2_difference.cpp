@@ -16,9 +16,7 @@ std::optional<std::string> fsdp2_difference(const Scenario& scenario, const Verd
   // the gradients in the unsharded parameters; only a synced backward reduce-scatters them into
   // the sharded .grad the optimizer steps on. DeepSpeed's no_sync() leaves each rank's own
   // gradient in .grad instead, and steps on it.
-  const bool sync_turned_off = loop.gradient_sync == GradientSync::never ||
-                               loop.gradient_sync == GradientSync::first_micro_step;
-  if (verdict.outcome == Outcome::failed && sync_turned_off) {
+  if (verdict.outcome == Outcome::failed && turns_sync_off(loop.gradient_sync)) {
     return "on FSDP2 the same sync switch loses gradients instead of leaving them unreduced: "
            "while set_requires_gradient_sync is False the gradients stay in FSDP2's unsharded "
            "parameters, out of the optimizer's reach, until a synced backward reduce-scatters "

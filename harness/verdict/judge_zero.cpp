@@ -57,10 +57,7 @@ std::string loop_drives_engine_otherwise(const Scenario& scenario, const Plan& p
   if (!plan.managed_gradient_accumulation) {
     return "managed_gradient_accumulation is false, so every engine.step() is a boundary";
   }
-  // (With GAS 1 every backward is a window's first: first_micro_step never enters no_sync().)
-  if (loop.gradient_sync == GradientSync::never ||
-      (loop.gradient_sync == GradientSync::first_micro_step &&
-       plan.batch.gradient_accumulation_steps > 1)) {
+  if (boundary_unsynced(loop.gradient_sync, plan.batch.gradient_accumulation_steps)) {
     return "the loop runs backwards inside engine.no_sync(), which turns the engine's "
            "reduction off";
   }
