@@ -53,14 +53,14 @@ std::string zero_line(const ZeroJudgement& zero) {
   return line;
 }
 
-// ", memory not judged: 3 boundaries, needs 13": short enough for the outcome line; the
+// ", memory not judged: 3 boundaries, needs 22": short enough for the outcome line; the
 // results file has the whole reason.
 std::string memory_not_judged(const ScenarioResult& result) {
   if (!result.memory || result.memory->judged) return "";
   const MemoryJudgement& memory = *result.memory;
   if (memory.boundaries == 0) return ", memory not judged: no samples";
   return ", memory not judged: " + std::to_string(memory.boundaries) + " boundaries, needs " +
-         std::to_string(memory.warmup_steps + memory.window);
+         std::to_string(memory.warmup_steps + boundaries_to_judge_memory(memory.window));
 }
 
 // ", fp16 calibration: 15 windows skipped, 3 updates compared": a pass that lost windows to the

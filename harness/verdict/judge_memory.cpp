@@ -174,13 +174,14 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
         " (memory.budget_peak_bytes)");
   }
 
-  if (static_cast<int64_t>(tensor.size()) < judgement.window) {
+  const int64_t needed = boundaries_to_judge_memory(judgement.window);
+  if (static_cast<int64_t>(tensor.size()) < needed) {
     judgement.not_judged_reason =
         "memory not judged: " + std::to_string(tensor.size()) + " boundaries after " +
-        std::to_string(spec.warmup_steps) + " warm-up steps, and a window needs " +
+        std::to_string(spec.warmup_steps) + " warm-up steps, and two windows of " +
         std::to_string(judgement.window) + window_reason(scenario, judgement.window) +
-        "; run at least " + std::to_string(spec.warmup_steps + judgement.window) +
-        " loop.steps to judge memory";
+        " need " + std::to_string(needed) + "; run at least " +
+        std::to_string(spec.warmup_steps + needed) + " loop.steps to judge memory";
     return judgement;
   }
   judgement.judged = true;

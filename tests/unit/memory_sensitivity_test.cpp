@@ -75,15 +75,17 @@ TEST(LeakDetection, PlantedKibPerStepLeakIsFoundWithin32Boundaries) {
 }
 
 // The smallest leak there is: one byte in one allocation per step, found as soon as warm-up
-// (5) and one window (8) have passed, well within 32 boundaries.
-TEST(LeakDetection, OneBytePerStepIsALeakWithinFourteenBoundaries) {
+// (5) and two windows (8 birth steps each, plus the last boundary) have passed: 22 boundaries.
+TEST(LeakDetection, OneBytePerStepIsALeakWithinTwentyTwoBoundaries) {
   Scenario scenario;
   scenario.memory = MemorySpec{};
   Plan plan;
   plan.batch = {8, 8, 1, 1, {}};
   MemoryProbe probe(Device::cpu, 64);
   std::vector<at::Tensor> planted;
-  const int64_t boundaries = scenario.memory.warmup_steps + scenario.memory.window + 1;
+  const int64_t boundaries =
+      scenario.memory.warmup_steps + boundaries_to_judge_memory(scenario.memory.window);
+  ASSERT_EQ(boundaries, 22);
   for (int64_t step = 0; step < boundaries; ++step) {
     planted.push_back(at::empty({1}, at::kByte));
     CountingCpuAllocator::set_current_step(step + 1);
@@ -95,6 +97,7 @@ TEST(LeakDetection, OneBytePerStepIsALeakWithinFourteenBoundaries) {
   trace.tensor_bookkeeping_bytes = MemoryProbe::measure_tensor_bookkeeping_bytes();
   const MemoryJudgement judgement = judge_memory(scenario, plan, trace);
   ASSERT_TRUE(judgement.judged) << judgement.not_judged_reason;
+  EXPECT_EQ(judgement.survivors.windows, 2);
   ASSERT_FALSE(judgement.diagnoses.empty());
   EXPECT_EQ(judgement.diagnoses.back(), DiagnosisKind::tensor_memory_leak);
   EXPECT_DOUBLE_EQ(judgement.survivors.allocations_per_step, 1.0);
@@ -102,6 +105,44 @@ TEST(LeakDetection, OneBytePerStepIsALeakWithinFourteenBoundaries) {
   planted.clear();  // the same run without the plant is bounded
   trace.live_at_end = CountingCpuAllocator::live_allocations();
   EXPECT_TRUE(judge_memory(scenario, plan, trace).diagnoses.empty());
+
+  // One boundary fewer is one window: not judged, and the reason says how many steps to run.
+  MemoryProbe shorter(Device::cpu, 64);
+  for (int64_t step = 0; step < boundaries - 1; ++step) {
+    shorter.sample(SamplePoint::boundary, step, step + 1);
+  }
+  trace.memory = shorter.take_samples();
+  const MemoryJudgement one_window = judge_memory(scenario, plan, trace);
+  EXPECT_FALSE(one_window.judged);
+  EXPECT_NE(one_window.not_judged_reason.find("run at least 22 loop.steps"), std::string::npos)
+      << one_window.not_judged_reason;
+}
+
+// What made a correct watched script leak once in 16 runs (2026-12-04): one allocation born in
+// the last judged step, left for a moment by another thread. One step's straggler is not a step
+// that leaves allocations alive step after step: the window before it left nothing.
+TEST(LeakDetection, OneStragglerInTheLastStepIsNoLeak) {
+  Scenario scenario;
+  scenario.memory = MemorySpec{};
+  Plan plan;
+  plan.batch = {8, 8, 1, 1, {}};
+  const int64_t boundaries =
+      scenario.memory.warmup_steps + boundaries_to_judge_memory(scenario.memory.window);
+  MemoryProbe probe(Device::cpu, 64);
+  at::Tensor straggler;
+  for (int64_t step = 0; step < boundaries; ++step) {
+    if (step + 1 == boundaries - 1) straggler = at::empty({1}, at::kFloat);
+    CountingCpuAllocator::set_current_step(step + 1);
+    probe.sample(SamplePoint::boundary, step, step + 1);
+  }
+  Trace trace;
+  trace.memory = probe.take_samples();
+  trace.live_at_end = CountingCpuAllocator::live_allocations();
+  const MemoryJudgement judgement = judge_memory(scenario, plan, trace);
+  ASSERT_TRUE(judgement.judged) << judgement.not_judged_reason;
+  EXPECT_EQ(judgement.survivors.windows, 2);
+  EXPECT_FALSE(judgement.survivors.in_every_window);
+  EXPECT_TRUE(judgement.diagnoses.empty());
 }
 
 // The kept graph is counted, not inferred: a loss kept with its graph adds its nodes each step
@@ -133,7 +174,8 @@ TEST(LeakDetection, AGrowingKeptGraphIsAHostLeakAndNothingElseIs) {
   MemoryProbe probe(Device::cpu, 64);
   const at::Tensor weight = at::ones({4}, at::kFloat).requires_grad_(true);
   std::vector<at::Tensor> kept;
-  const int64_t boundaries = scenario.memory.warmup_steps + 2 * scenario.memory.window;
+  const int64_t boundaries =
+      scenario.memory.warmup_steps + boundaries_to_judge_memory(scenario.memory.window);
   for (int64_t step = 0; step < boundaries; ++step) {
     const at::Tensor loss = (weight * 2.0).sum();
     loss.backward();

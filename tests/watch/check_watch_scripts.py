@@ -177,8 +177,8 @@ def check_saved_scenarios(trainrepro, python, failures):
     with tempfile.TemporaryDirectory() as folder:
         saved = os.path.join(folder, "saved.json")
         code, output, _, _ = watch(trainrepro, python, "keeps-loss-with-graph.py", 1,
-                                   ("--steps", "16", "--gas", "2"),
-                                   ("--memory-steps", "16", "--save-scenario", saved))
+                                   ("--steps", "24", "--gas", "2"),
+                                   ("--memory-steps", "24", "--save-scenario", saved))
         ok = code == 2 and "not saved" in output and not os.path.exists(saved)
         print(f"{'ok  ' if ok else 'FAIL'} a leak is not saved, with why", flush=True)
         if not ok:
