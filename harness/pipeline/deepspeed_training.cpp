@@ -115,8 +115,10 @@ std::optional<std::string> unsupported_by_fsdp2_worker(const Scenario& scenario,
   }
   // The config's scheduler becomes a torch LRScheduler with DeepSpeed's rates and OneCycle's
   // momentum (config_schedule.py): every type DeepSpeed's config names is mapped.
-  if (scenario.deepspeed.offload_optimizer_device != "none") {
-    return not_yet + "ZeRO offload (/deepspeed/zero_optimization/offload_optimizer)";
+  // Offload to the CPU is FSDP2's CPUOffloadPolicy; FSDP2 offloads to host memory only.
+  if (scenario.deepspeed.offload_optimizer_device == "nvme") {
+    return none + "ZeRO-Infinity's NVMe offload (/deepspeed/zero_optimization/offload_optimizer/"
+                  "device): FSDP2's CPUOffloadPolicy offloads to host memory only";
   }
   if (!plan.managed_gradient_accumulation) {
     return none + "managed_gradient_accumulation false (/deepspeed: DeepSpeed's own counter)";
@@ -184,6 +186,9 @@ nlohmann::json fsdp2_job(const Scenario& scenario, const Plan& plan, const Golde
       {"gradient_accumulation_steps", plan.batch.gradient_accumulation_steps},
       {"gradient_clipping", plan.gradient_clipping},
       {"zero_stage", plan.zero_stage},
+      // "cpu": CPUOffloadPolicy (FSDP2 offloads the parameters and gradients with the optimizer
+      // states, and steps on the CPU); "none": on the mesh's device.
+      {"offload_optimizer", scenario.deepspeed.offload_optimizer_device},
       // bf16: MixedPrecisionPolicy(param_dtype=bfloat16), reduce_dtype float32 where DeepSpeed
       // accumulates in float32 (FSDP2 then keeps the window's gradients in float32 too).
       {"precision", precision_name(plan.precision)},

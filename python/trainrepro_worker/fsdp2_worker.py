@@ -13,6 +13,8 @@ The loop is the one an FSDP2 user writes for what the scenario's DeepSpeed confi
   - the config's scheduler (WarmupLR, WarmupDecayLR, WarmupCosineLR, OneCycle) as a torch
     LRScheduler with DeepSpeed's rates and OneCycle's momentum (config_schedule.py), stepped after
     every optimizer step;
+  - ZeRO offload_optimizer on the CPU: `offload_policy=CPUOffloadPolicy(pin_memory=False)` (FSDP2
+    offloads the parameters and gradients too; NVMe offload has no counterpart);
   - bf16: `MixedPrecisionPolicy(param_dtype=torch.bfloat16)` over float32 sharded parameters,
     `reduce_dtype=torch.float32` where DeepSpeed accumulates gradients in float32;
   - accumulation: `model.set_requires_gradient_sync(False)` on the micro-steps inside a window,
@@ -82,6 +84,22 @@ def mixed_precision_policy(plan):
         reduce_dtype=torch.float32 if plan["accumulate_in_fp32"] else None)
 
 
+def offload_policy(plan):
+    """ZeRO's offload_optimizer on the CPU as FSDP2 offloads: CPUOffloadPolicy keeps the sharded
+    parameters, their gradients and the optimizer states in host memory and steps there
+    (DeepSpeed offloads the optimizer states, its float32 master weights and the step, not the
+    parameters the model computes with). Unpinned: pinning needs an accelerator, and this worker
+    trains on the CPU, where the policy's copies are the offload path itself."""
+    from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy
+
+    if plan["offload_optimizer"] == "cpu":
+        return CPUOffloadPolicy(pin_memory=False)
+    if plan["offload_optimizer"] != "none":
+        raise NotExpressible(f"offload to {plan['offload_optimizer']!r}: FSDP2 offloads to host "
+                             "memory only")
+    return OffloadPolicy()
+
+
 def full(tensor):
     """A DTensor's whole value on every rank (a collective); a plain tensor as it is."""
     return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
@@ -101,7 +119,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     module.checkpointing = loop.get("activation_checkpointing", "none")
     module.checkpoint_library = "torch"  # torch.utils.checkpoint, as an FSDP2 user checkpoints
     fully_shard(module, mesh=mesh, reshard_after_forward=plan["zero_stage"] == 3,
-                mp_policy=mixed_precision_policy(plan))
+                mp_policy=mixed_precision_policy(plan), offload_policy=offload_policy(plan))
     model_parameters = list(module.parameters())
     if job.get("parameter_groups"):
         model_parameters = zoo.parameter_groups(module, job["parameter_groups"])
