@@ -20,9 +20,10 @@ constexpr const char* kExitCodes =
 constexpr const char* kDeepSpeedEngineNote =
     "\n--engine deepspeed: the same golden, judges and reports, with the real DeepSpeed training\n"
     "each scenario on the CPU (DS_ACCELERATOR=cpu unless set), one Python process per rank\n"
-    "(gloo), fp32 and bf16. Skipped with the reason: CUDA, fp16 (DeepSpeed refuses it on a CPU),\n"
-    "Lamb, TorchScript models, frozen parameters, scenarios judged from memory (memory is not\n"
-    "measured on this engine yet: \"memory not judged\"). Config errors are judged by the\n"
+    "(gloo), fp32 and bf16. Skipped with the reason: CUDA, fp16 (DeepSpeed's loss scaling on a\n"
+    "CPU is not a GPU's), Lamb (no CPU kernel), TorchScript models (DeepSpeed hooks the model's\n"
+    "modules, which a ScriptModule refuses), the loop's own clip_grad_norm, memory figures the\n"
+    "census cannot give (a peak budget, ZeRO-3 gathered parameters). Config errors are judged by the\n"
     "release's rules, as with the reference engine. A Python without torch or deepspeed: exit 3,\n"
     "nothing written. A worker that hangs is killed at --rank-timeout.\n"
     "--engine deepspeed==VERSION: that release, installed from PyPI on first use into\n"
@@ -34,7 +35,8 @@ constexpr const char* kDeepSpeedEngineNote =
     "Python named by TRAINREPRO_FSDP2_PYTHON, else the one whose torch built trainrepro; the\n"
     "ds_config mapped as the README's table says (\"FSDP2 as the engine under test\"). What FSDP2\n"
     "has no counterpart for (DeepSpeed's config errors, fp16 loss scaling, Lamb, the Trainer's\n"
-    "DeepSpeed loop) or not yet (offload, CUDA) is skipped with the reason.\n";
+    "DeepSpeed loop, NVMe offload, TorchScript models) or not yet (CUDA) is skipped with the\n"
+    "reason; offload to the CPU is CPUOffloadPolicy.\n";
 
 // --device as the scenario format spells it; empty (not given) means no override.
 std::optional<trainrepro::DeviceChoice> device_choice_from(const std::string& spelling) {
