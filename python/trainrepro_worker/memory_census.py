@@ -57,6 +57,30 @@ def _mallinfo2():
     return function
 
 
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _count_storage(tensor, storages, excluded):
+    """Adds the CPU storage a tensor holds to storages ((data pointer, bytes) -> bytes), unless
+    excluded. A module function, not a closure of the census: a closure that calls itself is a
+    reference cycle that keeps the census's dicts alive until the next garbage collection, which
+    then freed them between two heap reads and booked their bytes as the training's heap
+    shrinking (measured 2026-12-04: -17 to -63 KiB/step beside a growing leak on FSDP2)."""
+    if type(tensor) not in _PLAIN_TENSORS and hasattr(tensor, "__tensor_flatten__"):
+        # A wrapper subclass (FSDP2's DTensor) has no storage of its own: its inner tensors
+        # (the local shard) hold the memory.
+        for name in tensor.__tensor_flatten__()[0]:
+            _count_storage(getattr(tensor, name), storages, excluded)
+        return
+    if not tensor.is_cpu:
+        return
+    storage = tensor.untyped_storage()
+    pointer = storage.data_ptr()
+    if pointer and pointer not in excluded:
+        nbytes = storage.nbytes()
+        storages[(pointer, nbytes)] = nbytes
+
+
 class MemoryCensus:
     """One rank's memory probe. sample() at the reference engine's points; result() for the
     trace's "memory" object."""
@@ -154,22 +178,8 @@ class MemoryCensus:
         storages = {}
         nodes, seen_nodes = [], set()
 
-        plain = (torch.Tensor, torch.nn.Parameter)
-
         def count(tensor):
-            if type(tensor) not in plain and hasattr(tensor, "__tensor_flatten__"):
-                # A wrapper subclass (FSDP2's DTensor) has no storage of its own: its inner
-                # tensors (the local shard) hold the memory.
-                for name in tensor.__tensor_flatten__()[0]:
-                    count(getattr(tensor, name))
-                return
-            if not tensor.is_cpu:
-                return
-            storage = tensor.untyped_storage()
-            pointer = storage.data_ptr()
-            if pointer and pointer not in excluded:
-                nbytes = storage.nbytes()
-                storages[(pointer, nbytes)] = nbytes
+            _count_storage(tensor, storages, excluded)
 
         for tensor in tensors:
             count(tensor)
