@@ -7,9 +7,11 @@
 // as its loop key, and computes its golden.
 #include "harness/cli/watch_save_scenario.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <ATen/ATen.h>
 
@@ -40,6 +42,42 @@ const std::map<DiagnosisKind, std::string>& habit_of_diagnosis() {
   return habits;
 }
 
+// The loop's own sync switch as a loop key, read from rank 0's calls in the first watched window:
+// which of its backwards ran inside engine.no_sync() (entered since the backward before).
+// "gradient_sync=never" (all of them) or "gradient_sync=first_micro_step" (all but the first);
+// "" for another pattern, which no loop key reproduces.
+std::string gradient_sync_habit(const RankRecording& rank) {
+  if (rank.windows.empty()) return "";
+  std::vector<bool> inside;
+  bool entered = false;
+  const auto end = rank.calls.begin() + rank.windows.front().calls_at_close;
+  for (auto call = rank.calls.begin(); call != end; ++call) {
+    if (*call == "engine.no_sync()") entered = true;
+    if (*call == "engine.backward()") {
+      inside.push_back(entered);
+      entered = false;
+    }
+  }
+  if (inside.empty()) return "";
+  const bool rest_inside = std::all_of(inside.begin() + 1, inside.end(), [](bool in) { return in; });
+  if (inside.front() && rest_inside) return "gradient_sync=never";
+  if (inside.size() > 1 && rest_inside) return "gradient_sync=first_micro_step";
+  return "";
+}
+
+// The loop key that reproduces the diagnosis (empty: the config alone does), or nullopt when
+// none does exactly.
+std::optional<std::string> habit_for(const RankRecording& rank, DiagnosisKind diagnosis) {
+  if (diagnosis == DiagnosisKind::gradients_not_reduced) {
+    const std::string habit = gradient_sync_habit(rank);
+    if (habit.empty()) return std::nullopt;
+    return habit;
+  }
+  const auto found = habit_of_diagnosis().find(diagnosis);
+  if (found == habit_of_diagnosis().end()) return std::nullopt;
+  return found->second;
+}
+
 // Why this watched run cannot be written as a scenario; "" when it can.
 std::string why_not_saved(const std::vector<RankRecording>& ranks, const WatchJudgement& judged) {
   for (const RankRecording& rank : ranks) {
@@ -54,9 +92,13 @@ std::string why_not_saved(const std::vector<RankRecording>& ranks, const WatchJu
   if (judged.found_something() && !judged.diagnosis) {
     return "its gradients differ from the golden's in a way no known mistake explains";
   }
-  if (judged.diagnosis && !habit_of_diagnosis().count(*judged.diagnosis)) {
+  if (judged.diagnosis && !habit_for(ranks.front(), *judged.diagnosis)) {
     return std::string("the scenario format has no loop key that reproduces ") +
-           spelling_of(*judged.diagnosis, diagnosis_spellings()) + " exactly";
+           spelling_of(*judged.diagnosis, diagnosis_spellings()) + " exactly" +
+           (*judged.diagnosis == DiagnosisKind::gradients_not_reduced
+                ? " (loop.gradient_sync knows a window whose backwards all run inside no_sync() "
+                  "and one whose first alone runs outside)"
+                : "");
   }
   return "";
 }
@@ -125,7 +167,7 @@ int save_watched_scenario(const std::vector<RankRecording>& ranks, const WatchJu
                          (judged.diagnosis ? judged.explanation : "it passed");
   if (judged.diagnosis) {
     scenario.expected_diagnosis = spelling_of(*judged.diagnosis, diagnosis_spellings());
-    const std::string& habit = habit_of_diagnosis().at(*judged.diagnosis);
+    const std::string habit = *habit_for(first, *judged.diagnosis);
     if (!habit.empty()) scenario.habits.push_back(habit);
   }
   try {

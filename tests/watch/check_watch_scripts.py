@@ -157,6 +157,7 @@ def check_bad_inputs(trainrepro, python, failures):
 
 def check_saved_scenarios(trainrepro, python, failures):
     for script, outcome in (("loss-scaled-twice.py", "reproduced"),
+                            ("no-sync-off-by-one.py", "reproduced"),  # loop.gradient_sync
                             ("accumulation-correct.py", "passed")):
         with tempfile.TemporaryDirectory() as folder:
             saved = os.path.join(folder, "saved.json")
