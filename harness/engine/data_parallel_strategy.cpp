@@ -45,6 +45,7 @@ class DataParallelStrategy final : public ZeroStrategy {
       if (parameter.grad().defined()) parameter.mutable_grad().reset();
     }
   }
+  void clear_parameter_gradients() override { zero_grad(); }  // .grad is the accumulator
 
   ModelStateBytes held_bytes() const override {
     ModelStateBytes bytes;

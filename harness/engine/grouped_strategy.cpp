@@ -32,6 +32,9 @@ class GroupedStrategy final : public ZeroStrategy {
   void zero_grad() override {
     for (auto& group : groups_) group->zero_grad();
   }
+  void clear_parameter_gradients() override {
+    for (auto& group : groups_) group->clear_parameter_gradients();
+  }
   ModelStateBytes held_bytes() const override {
     ModelStateBytes total;
     for (const auto& group : groups_) {

@@ -40,15 +40,26 @@ ModelStateBytes expected_model_states(int64_t zero_stage, int64_t world_size, in
 
 int64_t expected_ring_bytes_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
                                      int64_t parameter_bytes, int64_t recomputed_bytes,
-                                     FrozenParameterBytes frozen, int64_t scalar_reductions) {
-  int64_t passes = 2;  // stages 0 and 1: one reduction and one gather of the model per step
-  if (zero_stage == 2) passes = gas + 1;
-  if (zero_stage >= 3) passes = 3 * gas;
-  const int64_t regathered =
-      zero_stage >= 3 ? gas * (recomputed_bytes + frozen.forward + frozen.backward) : 0;
+                                     FrozenParameterBytes frozen, int64_t scalar_reductions,
+                                     PersistentParameterBytes persistent) {
   constexpr int64_t kScalarAllReduceBytes = 2 * 8;  // a double, reduced and broadcast
-  return (passes * parameter_bytes + regathered + scalar_reductions * kScalarAllReduceBytes) *
-         (world_size - 1) / world_size;
+  int64_t bytes = scalar_reductions * kScalarAllReduceBytes;
+  if (zero_stage >= 3) {
+    // Every micro-step reduce-scatters every gradient and gathers the partitioned parameters for
+    // its forward and again for its backward; the persistent ones are gathered once per step.
+    bytes += gas * parameter_bytes + 2 * gas * (parameter_bytes - persistent.trainable) +
+             gas * (recomputed_bytes + frozen.forward + frozen.backward) + persistent.trainable +
+             persistent.frozen;
+  } else {
+    // Stages 0 and 1: one reduction and one gather of the model per step; stage 2 reduces
+    // every micro-step.
+    bytes += (zero_stage == 2 ? gas + 1 : 2) * parameter_bytes;
+  }
+  return bytes * (world_size - 1) / world_size;
+}
+
+bool persistent_at_stage_3(int64_t numel, int64_t param_persistence_threshold) {
+  return numel <= param_persistence_threshold;
 }
 
 }  // namespace trainrepro

@@ -52,12 +52,23 @@ struct FrozenParameterBytes {
   int64_t forward = 0;
   int64_t backward = 0;
 };
+// Stage 3's persistent parameters (stage3_param_persistence_threshold), in bytes after padding:
+// never gathered for a forward or backward, gathered once after every step instead. The
+// recomputed and frozen bytes above count only the others.
+struct PersistentParameterBytes {
+  int64_t trainable = 0;
+  int64_t frozen = 0;
+};
 // `scalar_reductions`: 8-byte values all-reduced in the step (the squared gradient norm and
 // fp16's overflow count, where gradients are partitioned), each 2·8(N-1)/N bytes: nothing beside
 // a model, but a tenth of the traffic of a model of 100 parameters.
 int64_t expected_ring_bytes_per_step(int64_t zero_stage, int64_t world_size, int64_t gas,
                                      int64_t parameter_bytes, int64_t recomputed_bytes = 0,
                                      FrozenParameterBytes frozen = {},
-                                     int64_t scalar_reductions = 0);
+                                     int64_t scalar_reductions = 0,
+                                     PersistentParameterBytes persistent = {});
+
+// Stage 3: whether DeepSpeed keeps a parameter of `numel` elements whole on every rank.
+bool persistent_at_stage_3(int64_t numel, int64_t param_persistence_threshold);
 
 }  // namespace trainrepro

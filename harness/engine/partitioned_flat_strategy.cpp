@@ -88,6 +88,14 @@ class PartitionedFlatStrategy final : public ZeroStrategy {
       attach_flat_gradients();  // in case the user's loop set some to None
     }
   }
+  void clear_parameter_gradients() override {
+    c10::NoGradGuard no_grad;
+    if (partition_gradients_) {
+      release_parameter_gradients();  // the shard accumulator keeps the window's sum
+    } else {
+      zero_grad();  // stage 1: the parameters' .grad views are the accumulator
+    }
+  }
 
   ModelStateBytes held_bytes() const override {
     ModelStateBytes bytes;

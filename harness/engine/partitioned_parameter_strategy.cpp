@@ -9,10 +9,18 @@
 // fresh gradients are reduce-scattered in one collective into the gradient shards and the last
 // unit is released.
 //
+// Parameters of at most `param_persistence_threshold` elements (DeepSpeed's
+// stage3_param_persistence_threshold, 1e5 by default: parameter_offload.py
+// mark_persistent_parameters, frozen ones included) are persistent: gathered by the first forward
+// that needs them and never released by the gate, so they stay whole on every rank; the step
+// partitions them with the rest and gathers them all again right after it (stage3.py
+// _post_step). They keep their shard, gradient shard and optimizer state like any parameter.
+//
 // A layer must not let autograd keep a view of a weight for backward (torch's linear saves
 // weight.t()): the view would keep the released storage alive until backward. The zoo's linear
 // layers save the weight itself while a gate is set (models/linear_saving_weight.h), as
 // DeepSpeed's own linear function does.
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -35,7 +43,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   PartitionedParameterStrategy(ZooModel& model, std::vector<at::Tensor> parameters,
                                const std::vector<at::Tensor>& frozen,
                                const std::vector<int64_t>& group_of, Communicator* communicator,
-                               bool accumulate_in_fp32)
+                               bool accumulate_in_fp32, int64_t param_persistence_threshold)
       : model_(model),
         parameters_(std::move(parameters)),
         trainable_count_(parameters_.size()),
@@ -49,6 +57,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
       at::Tensor& parameter = parameters_[i];
       index_of_[parameter.unsafeGetTensorImpl()] = i;
       shapes_.push_back(parameter.sizes().vec());
+      persistent_.push_back(persistent_at_stage_3(parameter.numel(), param_persistence_threshold));
       const int64_t padded = padded_to_world(parameter.numel(), ranks);
       const int64_t shard = padded / ranks;
       at::Tensor flat = at::zeros({padded}, parameter.options().requires_grad(false));
@@ -59,7 +68,8 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     }
     lay_out_trainable_shards_flat(shard_numels, group_of, accumulate_in_fp32);
     empty_ = at::empty({0}, parameters_.front().options().requires_grad(false));
-    release(all_indices());
+    // Every parameter starts partitioned, the persistent ones too: the first forward gathers them.
+    release(all_indices(), /*persistent_too=*/true);
     model_.set_parameter_gate(this);
   }
 
@@ -110,10 +120,23 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   std::vector<at::Tensor> owned_parameters() override { return flat_parameter_shards_; }
   std::vector<at::Tensor> owned_gradients() override { return flat_gradient_shards_; }
   bool gradients_partitioned() const override { return world_size_of(communicator_) > 1; }
-  void after_update() override {}  // parameters stay partitioned until the next forward
+  // The persistent parameters are gathered again from their updated shards (_post_step); the
+  // rest stay partitioned until the next forward.
+  void after_update() override {
+    std::vector<size_t> persistent;
+    for (size_t i = 0; i < parameters_.size(); ++i) {
+      if (persistent_[i]) persistent.push_back(i);
+    }
+    if (persistent.empty()) return;
+    release(persistent, /*persistent_too=*/true);
+    gather(persistent);
+  }
   void zero_grad() override {
     c10::NoGradGuard no_grad;
     for (at::Tensor& shard : gradient_shards_) shard.zero_();
+    clear_parameter_gradients();
+  }
+  void clear_parameter_gradients() override {  // the gradient shards keep the window's sum
     for (at::Tensor& parameter : parameters_) {
       if (parameter.grad().defined()) parameter.mutable_grad().reset();
     }
@@ -134,8 +157,25 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   std::vector<at::Tensor> full_gradients() override {
     return whole_from_shards(gradient_shards_, trainable_indices());
   }
+  // A persistent parameter is whole from its first forward on: as inside
+  // deepspeed.zero.GatheredParameters, it is handed out as it is (no copy, no collective); the
+  // rest are gathered afresh.
   std::vector<at::Tensor> full_parameters() override {
-    return whole_from_shards(parameter_shards_, trainable_indices());
+    const auto whole_already = [&](size_t i) {
+      return persistent_[i] && parameters_[i].numel() == numel_of(i);
+    };
+    std::vector<size_t> missing;
+    for (size_t i : trainable_indices()) {
+      if (!whole_already(i)) missing.push_back(i);
+    }
+    std::vector<at::Tensor> gathered;
+    if (!missing.empty()) gathered = whole_from_shards(parameter_shards_, missing);
+    std::vector<at::Tensor> whole;
+    size_t next = 0;
+    for (size_t i : trainable_indices()) {
+      whole.push_back(whole_already(i) ? parameters_[i].detach() : gathered[next++]);
+    }
+    return whole;
   }
 
  private:
@@ -194,14 +234,20 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     for (size_t i : indices) pieces.push_back(shards[i]);
     // Row r holds rank r's shard of every listed parameter, side by side.
     const at::Tensor gathered = all_gather(communicator_, at::cat(pieces)).view({ranks, -1});
+    // Each parameter gets a storage of exactly its own size: a view into `gathered` (what
+    // reshape returns for a one-element shard) would keep the whole buffer alive as long as the
+    // parameter, and a persistent one lives until the next step.
     std::vector<at::Tensor> whole;
     int64_t offset = 0;
     for (size_t i : indices) {
       const int64_t shard = shards[i].numel();
-      whole.push_back(gathered.narrow(1, offset, shard)
-                          .reshape({shard * ranks})
-                          .narrow(0, 0, numel_of(i))
-                          .view(shapes_[i]));
+      const int64_t numel = numel_of(i);
+      at::Tensor parameter = at::empty({numel}, gathered.options());
+      for (int64_t r = 0; r * shard < numel; ++r) {
+        const int64_t count = std::min(shard, numel - r * shard);
+        parameter.narrow(0, r * shard, count).copy_(gathered[r].narrow(0, offset, count));
+      }
+      whole.push_back(parameter.view(shapes_[i]));
       offset += shard;
     }
     return whole;
@@ -226,8 +272,11 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
 
-  void release(const std::vector<size_t>& indices) {
-    for (size_t i : indices) parameters_[i].set_data(empty_);
+  // The gate never releases a persistent parameter; only the step does (persistent_too).
+  void release(const std::vector<size_t>& indices, bool persistent_too = false) {
+    for (size_t i : indices) {
+      if (persistent_too || !persistent_[i]) parameters_[i].set_data(empty_);
+    }
   }
 
   ZooModel& model_;
@@ -236,6 +285,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   Communicator* communicator_;
   std::map<const c10::TensorImpl*, size_t> index_of_;
   std::vector<std::vector<int64_t>> shapes_;
+  std::vector<bool> persistent_;  // whole on every rank between steps (see the top of the file)
   std::vector<at::Tensor> parameter_shards_;
   std::vector<at::Tensor> gradient_shards_;  // trainable parameters only
   // Per optimizer param group, this rank's trainable shards side by side (the shards above are
@@ -251,10 +301,11 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
 
 std::unique_ptr<ZeroStrategy> make_partitioned_parameter_strategy(
     ZooModel& model, std::vector<at::Tensor> parameters, Communicator* communicator,
-    const std::vector<int64_t>& group_of, bool accumulate_in_fp32) {
-  return std::make_unique<PartitionedParameterStrategy>(model, std::move(parameters),
-                                                        model.frozen_parameters(), group_of,
-                                                        communicator, accumulate_in_fp32);
+    const std::vector<int64_t>& group_of, bool accumulate_in_fp32,
+    int64_t param_persistence_threshold) {
+  return std::make_unique<PartitionedParameterStrategy>(
+      model, std::move(parameters), model.frozen_parameters(), group_of, communicator,
+      accumulate_in_fp32, param_persistence_threshold);
 }
 
 }  // namespace trainrepro

@@ -55,7 +55,8 @@ ReferenceEngine::ReferenceEngine(std::shared_ptr<ZooModel> model, const Plan& pl
     }
   }
   strategy_ = make_zero_strategy(plan.zero_stage, *model_, parameters_, communicator_,
-                                 parameter_groups_, strategy_accumulates_in_fp32());
+                                 parameter_groups_, strategy_accumulates_in_fp32(),
+                                 plan.zero3_param_persistence_threshold);
   if (!parameter_groups_.empty()) {
     optimizer_.set_weight_decays(owned_group_values(group_weight_decays_));
   }
@@ -187,6 +188,10 @@ void ReferenceEngine::clip_model_gradients(double max_norm) {
 
 void ReferenceEngine::zero_grad() {
   timed_partition_work([&] { strategy_->zero_grad(); });
+}
+
+void ReferenceEngine::zero_grad_called_by_the_loop() {
+  timed_partition_work([&] { strategy_->clear_parameter_gradients(); });
 }
 
 template <typename Work>

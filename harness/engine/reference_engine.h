@@ -90,7 +90,11 @@ class ReferenceEngine {
   // torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) on the model's .grad, as a
   // loop calls it (the norm of what autograd accumulated: scaled under fp16).
   void clip_model_gradients(double max_norm);
+  // The engine's own zeroing at the boundary: every gradient the ZeRO stage holds.
   void zero_grad();
+  // engine.zero_grad() called by the loop inside a window: the parameters' .grad only
+  // (ZeroStrategy::clear_parameter_gradients says what that loses at each stage).
+  void zero_grad_called_by_the_loop();
   // The loop's own lr_scheduler.step() on the scheduler DeepSpeed built from the config (the
   // engine steps it too, at every boundary it steps the optimizer).
   void step_lr_scheduler_from_loop();

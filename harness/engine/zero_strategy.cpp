@@ -9,7 +9,8 @@ std::unique_ptr<ZeroStrategy> make_zero_strategy(int64_t zero_stage, ZooModel& m
                                                  std::vector<at::Tensor> parameters,
                                                  Communicator* communicator,
                                                  const std::vector<int64_t>& group_of,
-                                                 bool accumulate_in_fp32) {
+                                                 bool accumulate_in_fp32,
+                                                 int64_t param_persistence_threshold) {
   switch (zero_stage) {
     case 0:
       return make_data_parallel_strategy(std::move(parameters), communicator);
@@ -25,7 +26,8 @@ std::unique_ptr<ZeroStrategy> make_zero_strategy(int64_t zero_stage, ZooModel& m
                                             accumulate_in_fp32);
     case 3:
       return make_partitioned_parameter_strategy(model, std::move(parameters), communicator,
-                                                  group_of, accumulate_in_fp32);
+                                                  group_of, accumulate_in_fp32,
+                                                  param_persistence_threshold);
     default:
       throw std::invalid_argument("engine: ZeRO stage " + std::to_string(zero_stage) +
                                   " does not exist (0 to 3)");

@@ -176,7 +176,7 @@ class TrainingLoop {
     const Batch batch = source_.samples(mine.begin, mine.end, dtype_, device_);
     if (m % gas_ == 0) window_items_ = items_per_rank_in_window(m, batch);
 
-    if (loop_.zero_grad == ZeroGradHabit::every_micro_step) engine_.zero_grad();
+    if (loop_.zero_grad == ZeroGradHabit::every_micro_step) engine_.zero_grad_called_by_the_loop();
     const at::Tensor outputs = model_->outputs(batch);
     // Under mixed precision the loss is computed in float32 from the low-precision outputs, as
     // transformers' loss functions and torch.autocast do.

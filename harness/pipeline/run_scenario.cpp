@@ -129,7 +129,9 @@ std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const
   if (loop.loss_scaling == LossScalingHabit::none && !plan.direct_backward_through_engine) {
     around_engine = "/loop/loss_scaling";
   }
-  if (loop.zero_grad != ZeroGradHabit::at_boundary) around_engine = "/loop/zero_grad";
+  // zero_grad every micro-step is engine.zero_grad(), whose effect each stage defines
+  // (ZeroStrategy::clear_parameter_gradients); "never" steps the optimizer behind the engine.
+  if (loop.zero_grad == ZeroGradHabit::never) around_engine = "/loop/zero_grad";
   if (loop.stepping == SteppingHabit::optimizer_every_micro_step) around_engine = "/loop/stepping";
   if (loop.evaluation && loop.evaluation->backward) around_engine = "/loop/evaluation/backward";
   if (loop.clip_grad_norm > 0.0) around_engine = "/loop/clip_grad_norm";

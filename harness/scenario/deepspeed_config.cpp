@@ -607,6 +607,44 @@ std::optional<int64_t> lax_integer(const nlohmann::json& value) {
   return std::nullopt;
 }
 
+// "stage3_param_persistence_threshold" (the alias DeepSpeed's docs use) or
+// "param_persistence_threshold" (the pydantic field's own name, also accepted): an integer >= 0
+// in pydantic's lax mode (1e5 from a JSON file is the float 100000.0, which pydantic takes as an
+// int because it has no fraction). Anything else is DeepSpeedZeroConfig's ValidationError.
+void read_param_persistence_threshold(ObjectReader& zero, ModelRefusal& refusal,
+                                      DeepSpeedConfig& result) {
+  for (const std::string key : {"stage3_param_persistence_threshold", "param_persistence_threshold"}) {
+    zero.note_known(key);
+    if (!zero.has(key)) continue;
+    const nlohmann::json& value = zero.required_value(key);
+    if (is_auto(value)) {
+      // DeepSpeedConfigModel drops a key whose value is "auto" before validating (config_utils.py,
+      // measured with 0.19.8: "auto" reads as 100000); under hf_trainer the Trainer fills it first.
+      result.warnings.push_back(zero.file() + ":" + zero.pointer_to(key) +
+                                ": \"auto\" outside the Hugging Face Trainer: DeepSpeed drops the "
+                                "key and uses its default, 100000");
+      continue;
+    }
+    const std::optional<int64_t> written = lax_integer(value);
+    if (!written) {
+      const bool fraction = value.is_number_float() && std::isfinite(value.get<double>());
+      refusal.errors.push_back(
+          {key, std::string(fraction ? "Input should be a valid integer, got a number with a "
+                                       "fractional part [type=int_from_float"
+                                     : "Input should be a valid integer [type=int_parsing") +
+                    ", input_value=" + python_repr(value) + ", input_type=" +
+                    python_type_name(value) + "]"});
+    } else if (*written < 0) {
+      refusal.errors.push_back({key, "Input should be greater than or equal to 0 "
+                                     "[type=greater_than_equal, input_value=" +
+                                     python_repr(value) + ", input_type=" +
+                                     python_type_name(value) + "]"});
+    } else {
+      result.zero3_param_persistence_threshold = *written;
+    }
+  }
+}
+
 // "zero_optimization": {"stage": N, …}, or the legacy boolean DeepSpeed still reads as stage 1
 // (runtime/zero/config.py read_zero_config_deprecated). A stage outside 0-3 fails the pydantic
 // schema of DeepSpeedZeroConfig, before any batch arithmetic.
@@ -643,8 +681,9 @@ void read_zero_optimization(ObjectReader& section, const DeepSpeedRelease& relea
       result.zero_stage = *written;
     }
   }
-  // Every key but the stage is ignored here (warned about before the offload sections are
-  // looked into, which would count them as read).
+  read_param_persistence_threshold(zero, refusal, result);
+  // Every key but the stage and the persistence threshold is ignored here (warned about before
+  // the offload sections are looked into, which would count them as read).
   const std::vector<std::string> outside = keys_outside_schema(release, "/zero_optimization", value);
   // Offload moves optimizer states (or parameters) and the step to the CPU: where values live,
   // not what they are, so the reference engine's results stand for DeepSpeed's with it; the real

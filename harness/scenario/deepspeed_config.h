@@ -89,6 +89,11 @@ struct DeepSpeedConfig {
   std::optional<ConfigError> scheduler_refused;  // deepspeed.initialize cannot build it
   double gradient_clipping = 0.0;                // the release's default when not given; 0 = off
   int64_t zero_stage = 0;
+  // "zero_optimization.stage3_param_persistence_threshold" (or its field name
+  // param_persistence_threshold): at stage 3 a parameter of at most this many elements stays whole
+  // on every rank between forwards, gathered once after each optimizer step
+  // (parameter_offload.py mark_persistent_parameters; 1e5 by default in every release we follow).
+  int64_t zero3_param_persistence_threshold = 100000;
   bool zero_allow_untested_optimizer = false;
   // Where "zero_optimization.offload_optimizer" puts the optimizer ("none", "cpu", "nvme"), and
   // "zero_force_ds_cpu_optimizer": with the optimizer offloaded, DeepSpeed takes no client

@@ -26,6 +26,9 @@ struct Plan {
   Precision precision = Precision::fp32;
   MixedPrecisionPlan mixed;  // when precision is fp16 or bf16
   int64_t zero_stage = 0;
+  // Stage 3: parameters of at most this many elements stay whole on every rank (DeepSpeed's
+  // stage3_param_persistence_threshold; its default).
+  int64_t zero3_param_persistence_threshold = 100000;
   OptimizerConfig optimizer;
   std::optional<LrSchedule> lr_schedule;  // the config's scheduler; none: the optimizer's lr
   double gradient_clipping = 0.0;

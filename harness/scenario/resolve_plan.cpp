@@ -190,6 +190,7 @@ PlanResolution resolve_plan(const Scenario& scenario, Device device) {
   // Initialize has succeeded; the loop's no_sync() fails later, at its first entry or step.
   if (auto error = check_no_sync(scenario, plan.batch.gradient_accumulation_steps)) return *error;
   plan.zero_stage = config.zero_stage;
+  plan.zero3_param_persistence_threshold = config.zero3_param_persistence_threshold;
   plan.optimizer = *config.optimizer;  // check_initialize refused the names it cannot build
   plan.lr_schedule = config.scheduler;
   plan.gradient_clipping = config.gradient_clipping;

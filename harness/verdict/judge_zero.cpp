@@ -16,6 +16,27 @@ int64_t optimizer_buffers(const OptimizerConfig& optimizer) {
   return 2;
 }
 
+int64_t sum_of(const std::vector<int64_t>& numels) {
+  int64_t sum = 0;
+  for (int64_t numel : numels) sum += numel;
+  return sum;
+}
+
+// Stage 3's parameters split by persistence (persistent_at_stage_3); at stages 0-2 none is.
+struct PersistenceSplit {
+  std::vector<int64_t> persistent;
+  std::vector<int64_t> partitioned;
+};
+PersistenceSplit split_by_persistence(const Plan& plan, const std::vector<int64_t>& numels) {
+  PersistenceSplit split;
+  for (int64_t numel : numels) {
+    const bool persistent = plan.zero_stage >= 3 &&
+                            persistent_at_stage_3(numel, plan.zero3_param_persistence_threshold);
+    (persistent ? split.persistent : split.partitioned).push_back(numel);
+  }
+  return split;
+}
+
 double ratio(int64_t measured, int64_t expected) {
   return expected == 0 ? (measured == 0 ? 1.0 : INFINITY)
                        : static_cast<double>(measured) / static_cast<double>(expected);
@@ -122,6 +143,15 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   judgement.expected.parameters +=
       judgement.bytes_per_parameter.parameters * frozen_numel /
       (plan.zero_stage >= 3 ? plan.batch.world_size : 1);
+  // Stage 3 keeps its persistent parameters whole on every rank too, beside their shards.
+  std::vector<int64_t> trainable_numels;
+  for (const at::Tensor& parameter : trace.initial_parameters) {
+    trainable_numels.push_back(parameter.numel());
+  }
+  const PersistenceSplit trainable = split_by_persistence(plan, trainable_numels);
+  const PersistenceSplit frozen = split_by_persistence(plan, trace.frozen_parameter_numels);
+  judgement.expected.parameters += judgement.bytes_per_parameter.parameters *
+                                   (sum_of(trainable.persistent) + sum_of(frozen.persistent));
   judgement.expected_paper = expected_model_states(
       plan.zero_stage, plan.batch.world_size, trace.parameter_numel, judgement.bytes_per_parameter);
   judgement.model_states_ratio = ratio(judgement.measured.total(), judgement.expected.total());
@@ -148,17 +178,25 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
       scalar_reductions = 1;
     }
   }
-  const int64_t recomputed_numel = padded_numel_from_shapes(
-      plan.zero_stage, plan.batch.world_size, trace.recomputed_parameter_numels);
+  // Gathered bytes after padding, of the parameters stage 3 partitions (the persistent ones are
+  // gathered once per step, apart).
+  const auto gathered_bytes = [&](const std::vector<int64_t>& numels) {
+    return padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size,
+                                    split_by_persistence(plan, numels).partitioned) *
+           judgement.bytes_per_parameter.parameters;
+  };
+  const auto padded_bytes = [&](const std::vector<int64_t>& numels) {
+    return padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size, numels) *
+           judgement.bytes_per_parameter.parameters;
+  };
   judgement.expected_ring_bytes_per_step = expected_ring_bytes_per_step(
       plan.zero_stage, plan.batch.world_size, accumulation_window(plan),
       judgement.partitioned_numel * judgement.bytes_per_parameter.parameters,
-      recomputed_numel * judgement.bytes_per_parameter.parameters,
-      {frozen_numel * judgement.bytes_per_parameter.parameters,
-       padded_numel_from_shapes(plan.zero_stage, plan.batch.world_size,
-                                trace.frozen_backward_parameter_numels) *
-           judgement.bytes_per_parameter.parameters},
-      scalar_reductions);
+      gathered_bytes(trace.recomputed_parameter_numels),
+      {gathered_bytes(trace.frozen_parameter_numels),
+       gathered_bytes(trace.frozen_backward_parameter_numels)},
+      scalar_reductions,
+      {padded_bytes(trainable.persistent), padded_bytes(frozen.persistent)});
   judgement.traffic_ratio =
       ratio(judgement.ring_bytes_per_step, judgement.expected_ring_bytes_per_step);
   judgement.traffic_judged = figures_judged && !scenario.loop.evaluation.has_value();
@@ -179,18 +217,21 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
     break;
   }
   judgement.harness_tensor_bytes = last.harness_tensor_bytes;
-  // At stage 3 a rank should hold about a 1/N share of the parameters; tensors beyond its
-  // model states the size of the whole model mean someone keeps gathered parameters alive.
-  const int64_t full_parameter_bytes = trace.parameter_numel * element;
+  // At stage 3 a rank should hold about a 1/N share of the partitioned parameters; tensors
+  // beyond its model states the size of those parameters whole mean someone keeps gathered
+  // parameters alive. The persistent ones are whole anyway: gathering them hands out the
+  // parameter itself, so keeping them costs nothing (and with every parameter persistent there is
+  // nothing to judge).
+  const int64_t full_parameter_bytes = sum_of(trainable.partitioned) * element;
   // The samples never count the harness's own copies (the allocator keeps them apart).
   const int64_t beyond_states = judgement.tensor_bytes_at_boundary - judgement.expected.total();
-  if (plan.zero_stage == 3 && plan.batch.world_size > 1 &&
+  if (plan.zero_stage == 3 && plan.batch.world_size > 1 && full_parameter_bytes > 0 &&
       beyond_states >= full_parameter_bytes * 3 / 4) {
     add(judgement, DiagnosisKind::gathered_parameters_kept,
         "rank 0 holds " + format_bytes(judgement.tensor_bytes_at_boundary) +
             " of tensors after each optimizer step: its ZeRO stage 3 model states are " +
             format_bytes(judgement.expected.total()) + "; the other " +
-            format_bytes(beyond_states) + " are about the whole model's parameters (" +
+            format_bytes(beyond_states) + " are about the partitioned parameters whole (" +
             format_bytes(full_parameter_bytes) +
             "): the loop keeps gathered full parameters alive between steps, so every rank holds "
             "the unpartitioned model. Fix: keep what you need from them (norms, values) and "

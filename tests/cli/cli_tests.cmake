@@ -135,8 +135,8 @@ set_tests_properties(cli/killed-rank-mid-gather-at-zero-stage-3-ends-the-run PRO
 
 # --- run: ZeRO ----------------------------------------------------------------------------
 add_cli_test(run-refuses-loop-habit-around-the-engine-at-zero-stage-2 2
-  [=[zero_grad_at_stage_2\.json:/loop/zero_grad: this loop habit works on gradients or the optimizer around the engine, which the reference engine supports at ZeRO stage 0 only \(this scenario uses stage 2\)]=]
-  run ${data}/bad_scenarios/zero_grad_at_stage_2.json)
+  [=[zero_grad_never_at_stage_2\.json:/loop/zero_grad: this loop habit works on gradients or the optimizer around the engine, which the reference engine supports at ZeRO stage 0 only \(this scenario uses stage 2\)]=]
+  run ${data}/bad_scenarios/zero_grad_never_at_stage_2.json)
 add_cli_test(run-shows-zero-model-states-against-the-formula 0
   [=[ZeRO stage 3, 4 rank\(s\): model states [0-9.]+ KiB, expected [0-9.]+ KiB \(1\.000x\); collectives \(ring model\) [0-9.]+ KiB/step, expected [0-9.]+ KiB \(1\.00[0-9]x\)]=]
   run scenarios/zero/matrix-stage3-ws4-gas4-adamw.json)

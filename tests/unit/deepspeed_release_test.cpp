@@ -125,6 +125,37 @@ TEST(DeepSpeedRelease, UnknownZeroKeysAreRefusedByTheSchemaInEveryRelease) {
   EXPECT_EQ(valid.warnings.size(), 3u);  // overlap_comm, the alias and offload_optimizer
 }
 
+// stage3_param_persistence_threshold (or its field name) is read, as pydantic's lax int >= 0
+// reads it; DeepSpeed's default is 1e5 elements.
+TEST(DeepSpeedRelease, ParamPersistenceThresholdIsReadWithItsDefault) {
+  nlohmann::json config = batch_config();
+  config["zero_optimization"] = {{"stage", 3}};
+  EXPECT_EQ(read(config).zero3_param_persistence_threshold, 100000);
+  config["zero_optimization"]["stage3_param_persistence_threshold"] = 1e3;  // a JSON float
+  const DeepSpeedConfig alias = read(config);
+  EXPECT_EQ(alias.zero3_param_persistence_threshold, 1000);
+  EXPECT_TRUE(alias.warnings.empty()) << alias.warnings.front();  // implemented: no "ignored"
+  config["zero_optimization"].erase("stage3_param_persistence_threshold");
+  config["zero_optimization"]["param_persistence_threshold"] = 0;
+  EXPECT_EQ(read(config).zero3_param_persistence_threshold, 0);
+  // DeepSpeedConfigModel drops "auto" and takes the default (measured with 0.19.8).
+  config["zero_optimization"]["param_persistence_threshold"] = "auto";
+  const DeepSpeedConfig automatic = read(config);
+  EXPECT_EQ(automatic.zero3_param_persistence_threshold, 100000);
+  ASSERT_EQ(automatic.warnings.size(), 1u);
+  EXPECT_NE(automatic.warnings[0].find("uses its default, 100000"), std::string::npos);
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json("many"),
+                                    nlohmann::json(2.5)}) {
+    config["zero_optimization"]["param_persistence_threshold"] = bad;
+    const BatchResolution resolution = resolve_deepspeed_config(read(config), 1);
+    ASSERT_TRUE(std::holds_alternative<ConfigError>(resolution)) << bad;
+    EXPECT_NE(refusal(resolution).find("validation error for DeepSpeedZeroConfig: "
+                                       "param_persistence_threshold: Input should be"),
+              std::string::npos)
+        << refusal(resolution);
+  }
+}
+
 TEST(DeepSpeedRelease, UnknownPrecisionKeysAreRefusedBy0198AndIgnoredBy0169) {
   nlohmann::json config = batch_config();
   config["fp16"] = {{"enabled", false}, {"loss_scale_windw", 100}};

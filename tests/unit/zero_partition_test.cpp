@@ -65,15 +65,40 @@ TEST(ZeroFormulas, FrozenParametersAreOnlyGatheredAtStageThree) {
   EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 4, 4000, 0, {1000, 600}), 27200);
 }
 
+// Persistent parameters (stage3_param_persistence_threshold) are gathered once per step instead
+// of for every forward and backward: Ψ = 4000 trainable bytes of which 1000 persistent, and 200
+// bytes of frozen persistent ones beside them.
+TEST(ZeroFormulas, PersistentParametersAreGatheredOncePerStepAtStageThree) {
+  // Every micro-step: reduce-scatter 4000, gather 3000 twice; once per step: the persistent 1000.
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 1, 4000, 0, {}, 0, {1000, 0}), (4000 + 6000 + 1000) / 2);
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 4, 4000, 0, {}, 0, {1000, 0}),
+            (4 * 4000 + 8 * 3000 + 1000) / 2);
+  // Frozen persistent parameters are gathered after the step too.
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 1, 4000, 0, {}, 0, {1000, 200}),
+            (4000 + 6000 + 1200) / 2);
+  // All persistent: only the reduce-scatters and the one gather.
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 4, 4000, 0, {}, 0, {4000, 0}), (4 * 4000 + 4000) / 2);
+  // Stages 0-2 have no persistent parameters.
+  EXPECT_EQ(expected_ring_bytes_per_step(2, 2, 4, 4000, 0, {}, 0, {}), 10000);
+  // DeepSpeed's rule: at most the threshold's elements (parameter_offload.py uses <=).
+  EXPECT_TRUE(persistent_at_stage_3(100000, 100000));
+  EXPECT_FALSE(persistent_at_stage_3(100001, 100000));
+  EXPECT_FALSE(persistent_at_stage_3(1, 0));
+}
+
 struct OneRankRun {
   std::vector<at::Tensor> parameters;
   std::vector<double> losses;
 };
 
+// `persistence`: stage 3's stage3_param_persistence_threshold; 0 (every parameter partitioned)
+// unless a test asks for DeepSpeed's default, which keeps every parameter of these small models
+// whole.
 OneRankRun train_one_rank(const ModelSpec& model_spec, const DataSpec& data, int64_t stage,
                           bool trainer_groups = false, double weight_decay = 0.0,
-                          OptimizerKind kind = OptimizerKind::adamw) {
+                          OptimizerKind kind = OptimizerKind::adamw, int64_t persistence = 0) {
   Plan plan;
+  plan.zero3_param_persistence_threshold = persistence;
   plan.optimizer.decay_skips_bias_and_norm = trainer_groups;
   plan.optimizer.weight_decay = weight_decay;
   plan.batch = {8, 2, 4, 1, {}};
@@ -102,7 +127,17 @@ void expect_every_stage_matches_stage_zero(const ModelSpec& model, const DataSpe
   const double weight_decay = trainer_groups ? 0.3 : 0.0;
   const OneRankRun reference = train_one_rank(model, data, 0, trainer_groups, weight_decay);
   for (int64_t stage = 1; stage <= 3; ++stage) {
-    const OneRankRun run = train_one_rank(model, data, stage, trainer_groups, weight_decay);
+    // Stage 3 twice: every parameter partitioned, and at DeepSpeed's default threshold.
+    OneRankRun run = train_one_rank(model, data, stage, trainer_groups, weight_decay);
+    if (stage == 3) {
+      const OneRankRun persistent = train_one_rank(model, data, stage, trainer_groups,
+                                                   weight_decay, OptimizerKind::adamw, 100000);
+      for (size_t i = 0; i < run.parameters.size(); ++i) {
+        EXPECT_LT((persistent.parameters[i] - run.parameters[i]).abs().max().item<double>(),
+                  1e-12)
+            << "persistent, parameter " << i;
+      }
+    }
     // The clipping norm sums in another order over a flat buffer: equal to rounding.
     for (size_t m = 0; m < run.losses.size(); ++m) {
       EXPECT_NEAR(run.losses[m], reference.losses[m], 1e-12)
@@ -216,6 +251,7 @@ TEST(ZeroStageThree, ReleasesEachLayerOnceItsBackwardIsDone) {
   plan.batch = {4, 4, 1, 1, {}};
   plan.dtype = EngineDtype::float64;
   plan.zero_stage = 3;
+  plan.zero3_param_persistence_threshold = 0;  // every parameter partitioned
   plan.optimizer.kind = OptimizerKind::sgd;
   auto model =
       build_model({"mlp", MlpOptions{{8, 8, 8, 8}, Activation::tanh}, 7}, at::kDouble, at::kCPU);
@@ -232,6 +268,37 @@ TEST(ZeroStageThree, ReleasesEachLayerOnceItsBackwardIsDone) {
   engine.backward(model->loss_sum(batch) / 4.0);
   engine.step();
   EXPECT_EQ(later_layer_sizes, std::vector<int64_t>(4, 0)) << "layers 1 and 2 still gathered";
+}
+
+// DeepSpeed keeps a parameter of at most stage3_param_persistence_threshold elements whole on every
+// rank: the gate never releases it, and after the step it is whole again (gathered from the
+// updated shards); the larger ones are released. Measured with DeepSpeed 0.19.8 (2 ranks, a
+// 32-128-128-8 MLP, threshold 1000): the weights' p.data empty after the step, the biases whole.
+TEST(ZeroStageThree, KeepsPersistentParametersWholeAndReleasesTheRest) {
+  Plan plan;
+  plan.batch = {4, 4, 1, 1, {}};
+  plan.dtype = EngineDtype::float64;
+  plan.zero_stage = 3;
+  plan.zero3_param_persistence_threshold = 8;  // the biases (8), not the weights (64)
+  plan.optimizer.kind = OptimizerKind::sgd;
+  plan.optimizer.lr = 0.1;
+  auto model =
+      build_model({"mlp", MlpOptions{{8, 8, 8, 8}, Activation::tanh}, 7}, at::kDouble, at::kCPU);
+  ReferenceEngine engine(model, plan);
+  const Batch batch = SampleSource({"classification", ClassificationData{8, 8}, 8})
+                          .samples(0, 4, at::kDouble, at::kCPU);
+  engine.backward(model->loss_sum(batch) / 4.0);
+  const at::Tensor bias_before = engine.parameters()[1].clone();
+  engine.step();
+  std::vector<int64_t> sizes;
+  for (const at::Tensor& parameter : engine.parameters()) sizes.push_back(parameter.numel());
+  EXPECT_EQ(sizes, (std::vector<int64_t>{0, 8, 0, 8, 0, 8}));
+  // Whole again with the step's update, and handed out as itself.
+  EXPECT_FALSE(engine.parameters()[1].equal(bias_before));
+  const std::vector<at::Tensor> gathered = engine.gather_full_parameters();
+  EXPECT_TRUE(gathered[1].is_alias_of(engine.parameters()[1]));
+  EXPECT_FALSE(gathered[0].is_alias_of(engine.parameters()[0]));
+  EXPECT_EQ(gathered[0].numel(), 64);
 }
 
 }  // namespace
