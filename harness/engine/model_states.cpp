@@ -49,7 +49,7 @@ int64_t expected_ring_bytes_per_step(int64_t zero_stage, int64_t world_size, int
     // its forward and again for its backward; the persistent ones are gathered once per step.
     bytes += gas * parameter_bytes + 2 * gas * (parameter_bytes - persistent.trainable) +
              gas * (recomputed_bytes + frozen.forward + frozen.backward) + persistent.trainable +
-             persistent.frozen;
+             persistent.frozen + persistent.regathered_after_the_loop;
   } else {
     // Stages 0 and 1: one reduction and one gather of the model per step; stage 2 reduces
     // every micro-step.

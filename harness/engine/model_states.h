@@ -58,6 +58,9 @@ struct FrozenParameterBytes {
 struct PersistentParameterBytes {
   int64_t trainable = 0;
   int64_t frozen = 0;
+  // Gathered once more per step by the next forward, after the loop's own GatheredParameters
+  // partitioned them (a loop that reads the whole parameters after each step).
+  int64_t regathered_after_the_loop = 0;
 };
 // `scalar_reductions`: 8-byte values all-reduced in the step (the squared gradient norm and
 // fp16's overflow count, where gradients are partitioned), each 2·8(N-1)/N bytes: nothing beside

@@ -157,6 +157,15 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   std::vector<at::Tensor> full_gradients() override {
     return whole_from_shards(gradient_shards_, trainable_indices());
   }
+  // Leaving GatheredParameters partitions every parameter it gathered, the persistent ones
+  // included: what the loop kept of those is then a storage the engine no longer holds, and the
+  // next forward gathers them again.
+  std::vector<at::Tensor> gathered_by_the_loop() override {
+    std::vector<at::Tensor> whole = full_parameters();
+    release(trainable_indices(), /*persistent_too=*/true);
+    return whole;
+  }
+
   // A persistent parameter is whole from its first forward on: as inside
   // deepspeed.zero.GatheredParameters, it is handed out as it is (no copy, no collective); the
   // rest are gathered afresh.

@@ -214,6 +214,10 @@ std::vector<at::Tensor> ReferenceEngine::gather_full_parameters() {
   return outside_engine_traffic([&] { return strategy_->full_parameters(); });
 }
 
+std::vector<at::Tensor> ReferenceEngine::gather_parameters_as_the_loop_does() {
+  return outside_engine_traffic([&] { return strategy_->gathered_by_the_loop(); });
+}
+
 int64_t ReferenceEngine::engine_ring_bytes() const {
   return communicator_ ? communicator_->ring_bytes() - observation_bytes_ : 0;
 }

@@ -116,6 +116,12 @@ class ReferenceEngine {
   // it). Traffic for it is not counted as the engine's. At stage 3 these are fresh tensors:
   // whoever keeps them keeps the unpartitioned model alive.
   std::vector<at::Tensor> gather_full_parameters();
+  // What a loop's `with deepspeed.zero.GatheredParameters(params): …` hands it, and leaves
+  // behind: at stage 3 leaving the context partitions every parameter it gathered, the
+  // persistent ones too (partition_parameters.py _exit), so a kept tensor is a whole storage
+  // the engine no longer holds, and the next forward gathers the persistent ones again. As
+  // gather_full_parameters elsewhere.
+  std::vector<at::Tensor> gather_parameters_as_the_loop_does();
   // Bytes this rank's engine has sent, without the gathers made for observation.
   int64_t engine_ring_bytes() const;
   // Seconds spent in the ZeRO stage's own work: reducing, partitioning, gathering and

@@ -57,6 +57,9 @@ class ZeroStrategy {
   // freshly gathered ones at stage 3.
   virtual std::vector<at::Tensor> full_gradients() = 0;
   virtual std::vector<at::Tensor> full_parameters() = 0;
+  // The whole parameters as the loop's GatheredParameters context hands them out, with what
+  // leaving it does to the stage's own (stage 3 releases every one, persistent ones too).
+  virtual std::vector<at::Tensor> gathered_by_the_loop() { return full_parameters(); }
 
   // Seconds spent gathering and releasing parameters around units (stage 3), collectives
   // included: work inside the model's forward and backward that the engine cannot time.

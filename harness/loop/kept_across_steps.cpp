@@ -39,9 +39,9 @@ void KeptAcrossSteps::keep(KeepHabit habit, const at::Tensor& loss, const at::Te
 
 void KeptAcrossSteps::keep_after_step(KeepHabit habit, ReferenceEngine& engine) {
   if (habit == KeepHabit::gathered_parameters) {
-    gathered = engine.gather_full_parameters();
+    gathered = engine.gather_parameters_as_the_loop_does();
   } else if (habit == KeepHabit::gathered_parameter_norms) {
-    for (const at::Tensor& parameter : engine.gather_full_parameters()) {
+    for (const at::Tensor& parameter : engine.gather_parameters_as_the_loop_does()) {
       values.push_back(parameter.norm().item<double>());
     }
   }

@@ -90,6 +90,10 @@ struct Trace {
   // the memory judge, and the ZeRO judge, then report this instead of judging empty samples.
   std::string memory_not_measured;
   std::string model_states_not_measured;
+  // A worker engine (DeepSpeed, FSDP2) that measures no model states: the bytes of the CPU
+  // storages its own objects (module, optimizer, scheduler) reach when the loop ends, beside
+  // live_at_end; what lives beyond them is the loop's. -1: not measured.
+  int64_t engine_tensor_bytes_at_end = -1;
   double seconds = 0.0;
   // Why the run ended before its last step, in DeepSpeed's words (the loss scale reached its
   // minimum and DeepSpeed raised); empty when it ran to the end.

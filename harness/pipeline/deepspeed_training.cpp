@@ -9,17 +9,9 @@ namespace {
 
 // What the worker's memory census cannot judge yet, or "" when it can: ZeRO's model-state and
 // traffic figures (measured inside the reference engine), the true peak a budget needs (the
-// census sees what is alive at each sample, not the allocator's high-water mark), and the
-// gathered parameters a ZeRO-3 loop keeps (the worker gathers none).
+// census sees what is alive at each sample, not the allocator's high-water mark). Gathered ZeRO-3
+// parameters kept are judged from what lives beyond the engine's own objects (judge_zero.cpp).
 std::string memory_not_judged_on_deepspeed(const Scenario& scenario) {
-  if (scenario.loop.keep == KeepHabit::gathered_parameters ||
-      scenario.loop.keep == KeepHabit::gathered_parameter_norms) {
-    return "the loop's gathered ZeRO-3 parameters (/loop/keep \"" +
-           std::string(scenario.loop.keep == KeepHabit::gathered_parameters
-                           ? "gathered_parameters"
-                           : "gathered_parameter_norms") +
-           "\": the worker does not gather them)";
-  }
   if (scenario.memory.budget_peak_bytes) {
     return "a peak budget (/memory/budget_peak_bytes: the worker's census samples what is "
            "alive, not the allocator's peak)";
@@ -29,8 +21,6 @@ std::string memory_not_judged_on_deepspeed(const Scenario& scenario) {
     case DiagnosisKind::memory_over_budget:
       return "a peak budget (the worker's census samples what is alive, not the allocator's "
              "peak)";
-    case DiagnosisKind::gathered_parameters_kept:
-      return "gathered ZeRO-3 parameters kept (the worker does not gather them)";
     case DiagnosisKind::model_states_differ_from_zero:
     case DiagnosisKind::traffic_differs_from_zero:
       return "ZeRO's model-state and traffic figures (the reference engine measures them "

@@ -16,6 +16,20 @@ int64_t optimizer_buffers(const OptimizerConfig& optimizer) {
   return 2;
 }
 
+// The fewest tensor bytes at any boundary: what every step leaves alive. Kept gathered parameters
+// are there after every step (replaced, not added to); a leak is smallest after the first step,
+// so a leak that outgrows the model by the end is not taken for gathered parameters kept.
+int64_t fewest_tensor_bytes_at_a_boundary(const Plan& plan, const Trace& trace) {
+  int64_t fewest = -1;
+  for (const MemorySample& sample : trace.memory) {
+    if (sample.point != SamplePoint::boundary) continue;
+    const int64_t bytes =
+        plan.device == Device::cuda ? sample.cuda_allocated_bytes : sample.cpu_tensor_bytes;
+    if (fewest < 0 || bytes < fewest) fewest = bytes;
+  }
+  return fewest;
+}
+
 int64_t sum_of(const std::vector<int64_t>& numels) {
   int64_t sum = 0;
   for (int64_t numel : numels) sum += numel;
@@ -85,6 +99,49 @@ std::string loop_drives_engine_otherwise(const Scenario& scenario, const Plan& p
   return "";
 }
 
+std::string gathered_parameters_explanation(const std::string& holder, int64_t held_bytes,
+                                            const std::string& states, int64_t beyond_states,
+                                            int64_t full_parameter_bytes) {
+  return "rank 0 holds at least " + format_bytes(held_bytes) + " of tensors " + holder + ": " +
+         states + "; the other " + format_bytes(beyond_states) +
+         " are about the whole model's parameters (" + format_bytes(full_parameter_bytes) +
+         "): the loop keeps gathered full parameters alive between steps, so every rank holds "
+         "the unpartitioned model. Fix: keep what you need from them (norms, values) and drop "
+         "the tensors before the GatheredParameters context ends (or, on FSDP2, drop what "
+         "full_tensor() returned)";
+}
+
+// A worker engine (DeepSpeed, FSDP2) measures no model states, but its census counts every CPU
+// storage alive when the loop ends and the storages the engine's own objects reach: what lives
+// beyond the engine's is the loop's. Kept gathered parameters are about the whole model (on
+// DeepSpeed the persistent ones too: leaving GatheredParameters partitions them, so what the
+// loop kept is storage the engine no longer holds).
+void judge_gathered_parameters_on_worker(const Plan& plan, const Trace& trace,
+                                         ZeroJudgement& judgement) {
+  if (plan.zero_stage != 3 || plan.batch.world_size < 2 || trace.engine_tensor_bytes_at_end < 0) {
+    return;
+  }
+  // The parameters as the engine hands them out: the model's dtype, bf16 where DeepSpeed trains
+  // in bf16 (FSDP2 keeps its sharded parameters in the model's dtype).
+  const int64_t element =
+      plan.precision != Precision::fp32 && plan.engine == TrainingEngine::deepspeed
+          ? 2
+          : element_bytes(plan.dtype);
+  const int64_t full_parameter_bytes = trace.parameter_numel * element;
+  // The engine's objects are counted once, at the end; the census's samples say what lived at
+  // every boundary.
+  const int64_t alive = fewest_tensor_bytes_at_a_boundary(plan, trace);
+  const int64_t beyond_engine = alive - trace.engine_tensor_bytes_at_end;
+  if (alive >= 0 && full_parameter_bytes > 0 && beyond_engine >= full_parameter_bytes * 3 / 4) {
+    add(judgement, DiagnosisKind::gathered_parameters_kept,
+        gathered_parameters_explanation(
+            "after every optimizer step", alive,
+            "the engine's own objects (module, optimizer, scheduler) reach " +
+                format_bytes(trace.engine_tensor_bytes_at_end),
+            beyond_engine, full_parameter_bytes));
+  }
+}
+
 }  // namespace
 
 ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace& trace) {
@@ -96,6 +153,10 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   // skipped on overflow, or that stopped at the minimum loss scale, is judged by its skips.
   const bool no_step_taken =
       trace.counters.skipped_steps >= static_cast<int64_t>(trace.steps.size());
+  if (!trace.model_states_not_measured.empty() && !trace.steps.empty()) {
+    judge_gathered_parameters_on_worker(plan, trace, judgement);
+    return judgement;
+  }
   if (trace.steps.empty() || !engine_driven || no_step_taken || !trace.stopped.empty() ||
       !trace.model_states_not_measured.empty() ||
       (plan.zero_stage == 0 && plan.batch.world_size == 1)) {
@@ -150,6 +211,10 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
   }
   const PersistenceSplit trainable = split_by_persistence(plan, trainable_numels);
   const PersistenceSplit frozen = split_by_persistence(plan, trace.frozen_parameter_numels);
+  // A loop reading the whole parameters after each step (GatheredParameters) partitions them
+  // all when its context ends, the persistent ones too.
+  const bool loop_gathers = scenario.loop.keep == KeepHabit::gathered_parameters ||
+                            scenario.loop.keep == KeepHabit::gathered_parameter_norms;
   judgement.expected.parameters += judgement.bytes_per_parameter.parameters *
                                    (sum_of(trainable.persistent) + sum_of(frozen.persistent));
   judgement.expected_paper = expected_model_states(
@@ -196,7 +261,8 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
       {gathered_bytes(trace.frozen_parameter_numels),
        gathered_bytes(trace.frozen_backward_parameter_numels)},
       scalar_reductions,
-      {padded_bytes(trainable.persistent), padded_bytes(frozen.persistent)});
+      {padded_bytes(trainable.persistent), padded_bytes(frozen.persistent),
+       loop_gathers ? padded_bytes(trainable.persistent) : 0});
   judgement.traffic_ratio =
       ratio(judgement.ring_bytes_per_step, judgement.expected_ring_bytes_per_step);
   judgement.traffic_judged = figures_judged && !scenario.loop.evaluation.has_value();
@@ -217,25 +283,29 @@ ZeroJudgement judge_zero(const Scenario& scenario, const Plan& plan, const Trace
     break;
   }
   judgement.harness_tensor_bytes = last.harness_tensor_bytes;
-  // At stage 3 a rank should hold about a 1/N share of the partitioned parameters; tensors
-  // beyond its model states the size of those parameters whole mean someone keeps gathered
-  // parameters alive. The persistent ones are whole anyway: gathering them hands out the
-  // parameter itself, so keeping them costs nothing (and with every parameter persistent there is
-  // nothing to judge).
-  const int64_t full_parameter_bytes = sum_of(trainable.partitioned) * element;
+  // At stage 3 a rank should hold about a 1/N share of the parameters; tensors beyond its
+  // model states the size of the whole model mean someone keeps gathered parameters alive.
+  // A loop's GatheredParameters partitions every parameter it gathered when it ends, the
+  // persistent ones too, until the next forward: at the boundary sample, after the loop's
+  // gather, the engine holds none of them whole.
+  const int64_t full_parameter_bytes = trace.parameter_numel * element;
+  const int64_t held_after_the_loop =
+      judgement.expected.total() -
+      (loop_gathers ? judgement.bytes_per_parameter.parameters * sum_of(trainable.persistent) : 0);
   // The samples never count the harness's own copies (the allocator keeps them apart).
-  const int64_t beyond_states = judgement.tensor_bytes_at_boundary - judgement.expected.total();
-  if (plan.zero_stage == 3 && plan.batch.world_size > 1 && full_parameter_bytes > 0 &&
+  const int64_t fewest = fewest_tensor_bytes_at_a_boundary(plan, trace);
+  const int64_t beyond_states = fewest - held_after_the_loop;
+  if (plan.zero_stage == 3 && plan.batch.world_size > 1 && fewest >= 0 &&
       beyond_states >= full_parameter_bytes * 3 / 4) {
     add(judgement, DiagnosisKind::gathered_parameters_kept,
-        "rank 0 holds " + format_bytes(judgement.tensor_bytes_at_boundary) +
-            " of tensors after each optimizer step: its ZeRO stage 3 model states are " +
-            format_bytes(judgement.expected.total()) + "; the other " +
-            format_bytes(beyond_states) + " are about the partitioned parameters whole (" +
-            format_bytes(full_parameter_bytes) +
-            "): the loop keeps gathered full parameters alive between steps, so every rank holds "
-            "the unpartitioned model. Fix: keep what you need from them (norms, values) and "
-            "drop the tensors before the GatheredParameters context ends");
+        gathered_parameters_explanation(
+            "after every optimizer step", fewest,
+            std::string("its ZeRO stage 3 model states") +
+                (loop_gathers ? " (every parameter partitioned again as the loop's "
+                                "GatheredParameters ended)"
+                              : "") +
+                " are " + format_bytes(held_after_the_loop),
+            beyond_states, full_parameter_bytes));
   }
   return judgement;
 }

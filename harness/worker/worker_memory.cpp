@@ -99,6 +99,11 @@ void read_worker_memory(const nlohmann::json& memory, const std::string& where,
     trace.live_at_end.push_back(allocation);
   }
   trace.tensor_bookkeeping_bytes = integer(memory, "tensor_bookkeeping_bytes", where, 0);
+  // Absent or null where nothing reached the engine's objects (a watched script's census).
+  const auto engine_bytes = memory.find("engine_tensor_bytes_at_end");
+  if (engine_bytes != memory.end() && !engine_bytes->is_null()) {
+    trace.engine_tensor_bytes_at_end = integer(memory, "engine_tensor_bytes_at_end", where, 0);
+  }
 }
 
 }  // namespace trainrepro

@@ -115,8 +115,7 @@ def keeper_of(loop):
         "outputs_with_graph": lambda loss, outputs: outputs,
         "outputs_detached": lambda loss, outputs: outputs.detach(),
         "outputs_on_cpu": lambda loss, outputs: outputs.detach().cpu(),
-        # Once per optimizer step at ZeRO-3, not per micro-step: not performed here (the oracle
-        # judges their gradients only; `run --engine deepspeed` skips them with the reason).
+        # Once per optimizer step, not per micro-step: keep_after_step.
         "gathered_parameters": None,
         "gathered_parameter_norms": None,
     }
@@ -124,6 +123,29 @@ def keeper_of(loop):
         raise ValueError(f"loop.keep {keep!r}: the worker keeps none of "
                          f"{', '.join(k for k in keepers)} that way")
     return keepers[keep]
+
+
+def keep_after_step(loop, gathered_parameters):
+    """What the loop keeps from the full parameters after each optimizer step (scenario
+    "loop.keep", as harness/loop/kept_across_steps.cpp keeps it), until the next step; None for
+    nothing. gathered_parameters(read) gathers the whole parameters as the engine's users do
+    (deepspeed.zero.GatheredParameters, FSDP2's full_tensor()) and returns read(whole) while they
+    are gathered: a collective, on every rank."""
+    keep = loop.get("keep", "nothing")
+    if keep == "gathered_parameters":
+        # The tensors themselves, kept until the next step: where the engine gathered them for
+        # the occasion, the whole model stays alive on every rank.
+        return gathered_parameters(lambda whole: list(whole))
+    if keep == "gathered_parameter_norms":
+        return gathered_parameters(lambda whole: [float(p.detach().norm()) for p in whole])
+    return None
+
+
+def storages_held_by(census, *roots):
+    """Bytes of the CPU tensor storages the engine's own objects reach (its module, optimizer,
+    scheduler), for the judge of gathered parameters kept (judge_zero.cpp): what is alive
+    beyond them is the loop's. None without a census."""
+    return census.bytes_reachable_from(roots) if census else None
 
 
 class Evaluation:
@@ -234,9 +256,13 @@ class WorkerMemory:
             evaluate()
             self.sample("after_evaluation", m)
 
-    def finish(self):
+    def finish(self, *engine_roots):
+        """The census's result, with the bytes of the storages the engine's objects reach
+        (engine_roots: what deepspeed.initialize returned, or FSDP2's module and optimizer)."""
         if self.probe:
             self.record["memory"] = self.probe.result()
+            self.record["memory"]["engine_tensor_bytes_at_end"] = storages_held_by(
+                self.probe, *engine_roots)
 
 
 def window_items_per_rank(source, first_micro_step, window, world_size, micro_batch):
@@ -414,6 +440,13 @@ def run(job, rank, world_size, record, make_memory_probe=None):
                           lambda inputs: engine(low_precision(inputs))) if evaluation else None
     keeper = keeper_of(loop)
     kept = []
+    kept_after_step = None
+
+    def gathered_parameters(read):
+        # Read-only (modifier_rank None); a no-op below ZeRO-3, where the parameters are whole.
+        whole = list(engine.module.parameters())
+        with deepspeed.zero.GatheredParameters(whole):
+            return read(p.data for p in whole)
 
     memory = WorkerMemory(make_memory_probe, record, pending, source)
     harness_record = memory.harness_record
@@ -527,6 +560,8 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if after_engine_step and pending["gradients"] is not None:
             record_step()
         pending["gradients"] = None
+        if len(record["steps"]) > steps_before:
+            kept_after_step = keep_after_step(loop, gathered_parameters)
         # The loop's own lr_scheduler.step() on the scheduler deepspeed.initialize returned.
         if loop.get("lr_scheduler_step", "engine") == "every_micro_step":
             lr_scheduler.step()
@@ -541,7 +576,8 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     record["engine"]["global_steps"] = engine.global_steps
     record["engine"]["micro_steps"] = engine.micro_steps
     record["engine"]["skipped_steps"] = int(getattr(engine, "skipped_steps", 0))
-    memory.finish()
+    memory.finish(engine, optimizer, lr_scheduler)
+    del kept_after_step
 
 
 def main():

@@ -188,6 +188,12 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if evaluation else None
     keeper = ds_worker.keeper_of(loop)
     kept = []
+    kept_after_step = None
+
+    def gathered_parameters(read):
+        # FSDP2's users read whole parameters with full_tensor(): a fresh all-gathered tensor.
+        return read(full(p).detach() for p in module.parameters())
+
     zero_grad = loop.get("zero_grad", "boundary")
     loss_scaling = loop.get("loss_scaling", "engine")
     stepping = loop.get("stepping", "every_micro_step")
@@ -246,6 +252,8 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         # The loop's own lr_scheduler.step() after every micro-batch, besides the boundary's.
         if scheduler and loop.get("lr_scheduler_step", "engine") == "every_micro_step":
             scheduler.step()
+        if len(record["steps"]) > steps_before:
+            kept_after_step = ds_worker.keep_after_step(loop, gathered_parameters)
         del batch, outputs, loss_sum, loss
         stepped = len(record["steps"]) > steps_before
         timer.micro_step_ends(stepped)
@@ -254,4 +262,5 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     record["engine"]["global_steps"] = len(record["steps"])
     record["engine"]["micro_steps"] = m
     record["engine"]["skipped_steps"] = 0
-    memory.finish()
+    memory.finish(module, optimizer, scheduler)
+    del kept_after_step

@@ -35,6 +35,7 @@ import ctypes
 import gc
 import os
 import time
+import types
 import weakref
 
 import torch
@@ -255,6 +256,30 @@ class MemoryCensus:
         # What the census keeps (the births) and this sample are the harness's, not the
         # training's; its temporaries are freed by now and count for neither.
         self._excluded_host += self.host_heap_in_use() - heap_before
+
+    def bytes_reachable_from(self, roots):
+        """Bytes of the CPU tensor storages reachable from ROOTS (the engine's module, optimizer
+        and scheduler) through containers, instances' attributes and tensors' own attributes
+        (DeepSpeed's ds_tensor partitions), each storage once; the worker's own tensors are left
+        out as in a census. Modules, classes and functions are not followed: a function's globals
+        would reach everything the process holds, the loop's locals included."""
+        not_followed = (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType,
+                        types.MethodType, types.CodeType, types.FrameType, str, bytes)
+        excluded = {t.untyped_storage().data_ptr() for t in self._excluded_tensors()}
+        storages, seen, stack = {}, set(), list(roots)
+        while stack:
+            item = stack.pop()
+            if item is None or id(item) in seen or isinstance(item, not_followed):
+                continue
+            seen.add(id(item))
+            if isinstance(item, torch.Tensor):
+                _count_storage(item, storages, excluded)
+                if item.is_leaf and item.grad is not None:
+                    stack.append(item.grad)
+                stack.extend(getattr(item, "__dict__", {}).values())
+                continue
+            stack.extend(gc.get_referents(item))
+        return sum(storages.values())
 
     def result(self):
         """The trace's "memory" object (harness/worker/worker_trace.cpp reads it)."""

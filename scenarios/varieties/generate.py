@@ -146,20 +146,14 @@ def pairs():
         deepspeed={"train_batch_size": 36, "train_micro_batch_size_per_gpu": 2},
         golden={"train_batch_size": 36, "steps": 3}, world=3, loop={"loss_scaling": "twice"})
     add(bug, twin(bug, "gas6-3ranks", "The fix: only engine.backward divides by GAS 6.", loop={}))
-    # At stage 3 a threshold of 10 elements partitions these small weights (and the 20-element
-    # bias) as a real model's are; at DeepSpeed's default of 1e5 every parameter here would stay
-    # whole on every rank and keeping gathered ones would cost nothing.
     for stage in (2, 3):
-        zero = {"stage": stage}
-        if stage == 3:
-            zero["stage3_param_persistence_threshold"] = 10
         bug = scenario(
             f"float64-stage{stage}-3ranks-keeps-gathered-parameters",
             f"float64 ZeRO stage {stage} on three ranks, GAS 2; after every step the loop gathers "
             "the full parameters and keeps them until the next step.",
             diagnosis("gathered_parameters_kept") if stage == 3 else {"outcome": "pass"},
             deepspeed={"train_batch_size": 24, "gradient_accumulation_steps": 2,
-                       "zero_optimization": zero},
+                       "zero_optimization": {"stage": stage}},
             golden={"train_batch_size": 24, "steps": 3}, world=3,
             loop={"keep": "gathered_parameters"}, tags=["zero"])
         add(bug, twin(bug, f"float64-stage{stage}-3ranks",
@@ -168,14 +162,12 @@ def pairs():
     bug = scenario(
         "stage3-micro-batch-64",
         "ZeRO stage 3 on two ranks with a micro batch of 64 on a tiny model: the current "
-        "micro-batch's inputs and outputs must not count as kept parameters. "
-        "stage3_param_persistence_threshold 8 partitions the weights (the biases stay whole, as "
-        "DeepSpeed keeps parameters of at most that many elements).",
+        "micro-batch's inputs and outputs must not count as kept parameters.",
         {"outcome": "pass"},
         model={"name": "mlp", "options": {"dims": [4, 6, 2]}, "seed": 55},
         data={"name": "classification", "options": {"features": 4, "classes": 2}, "seed": 56},
         deepspeed={"train_batch_size": 128, "train_micro_batch_size_per_gpu": 64,
-                   "zero_optimization": {"stage": 3, "stage3_param_persistence_threshold": 8}},
+                   "zero_optimization": {"stage": 3}},
         golden={"train_batch_size": 128, "steps": 2}, world=2, dtype="float32",
         loop={"steps": 22}, tags=["zero", "memory"])
     add(bug, twin(bug, "stage3-micro-batch-64-keeps-gathered-parameters",

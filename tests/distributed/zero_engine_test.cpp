@@ -29,6 +29,7 @@ Plan plan_for(int64_t stage, int64_t micro_batch, int64_t world_size) {
   plan.batch = {micro_batch * kGas * world_size, micro_batch, kGas, world_size, {}};
   plan.dtype = EngineDtype::float64;
   plan.zero_stage = stage;
+  plan.zero3_param_persistence_threshold = 0;  // every parameter partitioned at stage 3
   plan.optimizer.kind = OptimizerKind::adamw;
   plan.optimizer.lr = 0.01;
   plan.optimizer.weight_decay = 0.01;

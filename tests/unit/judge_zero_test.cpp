@@ -41,6 +41,7 @@ class JudgeZero : public ::testing::Test {
   // A float32 AdamW run at `stage` on `ranks` whose last step held and sent what it should.
   void make_run(int64_t stage, int64_t ranks) {
     plan_.zero_stage = stage;
+    plan_.zero3_param_persistence_threshold = 0;  // the table partitions Ψ at stage 3
     plan_.batch = {32, 4, 4, ranks, {}};
     plan_.optimizer.kind = OptimizerKind::adamw;
     trace_.parameter_numel = kNumel;
@@ -120,6 +121,70 @@ TEST_F(JudgeZero, WholeModelAliveBeyondStageThreeStatesIsGatheredParametersKept)
   const ZeroJudgement judgement = judge();
   ASSERT_EQ(judgement.diagnoses.size(), 1u);
   EXPECT_EQ(judgement.diagnoses[0], DiagnosisKind::gathered_parameters_kept);
+}
+
+// At DeepSpeed's default stage3_param_persistence_threshold (1e5) the 1000-element parameter is
+// persistent: whole on every rank beside its shard, never gathered for a forward or backward,
+// gathered once after the step. By hand, 2 ranks, GAS 4: parameters 2000 + 4000, gradients 2000,
+// Adam 4000; sent: 4 reduce-scatters of 4000 x 1/2 and one gather of 4000 x 1/2.
+TEST_F(JudgeZero, PersistentParametersAreWholeAndGatheredOncePerStep) {
+  make_run(3, 2);
+  plan_.zero3_param_persistence_threshold = 100000;
+  trace_.steps.back().model_states = {6000, 2000, 4000};
+  trace_.steps.back().ring_bytes = 4 * 2000 + 2000;
+  trace_.memory.back().cpu_tensor_bytes = 12000 + 200;
+  const ZeroJudgement judgement = judge();
+  EXPECT_DOUBLE_EQ(judgement.model_states_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(judgement.traffic_ratio, 1.0);
+  EXPECT_TRUE(judgement.diagnoses.empty());
+  // A loop that keeps what GatheredParameters handed it: leaving the context partitioned the
+  // persistent parameter too, so the rank holds its shard states plus the kept whole copy, and
+  // the next forward gathers it again.
+  scenario_.loop.keep = KeepHabit::gathered_parameters;
+  trace_.steps.back().ring_bytes += 2000;
+  trace_.memory.back().cpu_tensor_bytes = 8000 + 4000 + 200;
+  const ZeroJudgement kept = judge();
+  EXPECT_DOUBLE_EQ(kept.traffic_ratio, 1.0);
+  ASSERT_EQ(kept.diagnoses.size(), 1u);
+  EXPECT_EQ(kept.diagnoses[0], DiagnosisKind::gathered_parameters_kept);
+}
+
+// On DeepSpeed and FSDP2 the worker's census says what lives at each boundary and what the
+// engine's own objects reach at the end; a whole model beyond them after every step is gathered
+// parameters kept.
+TEST_F(JudgeZero, WorkerEnginesJudgeWhatLivesBeyondTheEngine) {
+  make_run(3, 2);  // 8000 bytes of states, 8200 alive at the boundary
+  plan_.engine = TrainingEngine::fsdp2;
+  trace_.model_states_not_measured = "the fsdp2 engine does not measure ZeRO's model states";
+  trace_.engine_tensor_bytes_at_end = 8000;
+  EXPECT_TRUE(judge().diagnoses.empty());
+  EXPECT_FALSE(judge().judged);  // no model-state or traffic figures
+  // The rule's edge, three quarters of the whole model (3000 bytes) beyond the engine, the 200
+  // bytes above included: 2999 are not it.
+  trace_.memory.back().cpu_tensor_bytes = 8000 + 2999;
+  EXPECT_TRUE(judge().diagnoses.empty());
+  trace_.memory.back().cpu_tensor_bytes = 8000 + 3000;
+  EXPECT_EQ(judge().diagnoses.size(), 1u);
+  trace_.memory.back().cpu_tensor_bytes = 8000 + 4000 + 200;  // the whole float32 model kept
+  ASSERT_EQ(judge().diagnoses.size(), 1u);
+  EXPECT_EQ(judge().diagnoses[0], DiagnosisKind::gathered_parameters_kept);
+  EXPECT_NE(judge().explanations[0].find("the engine's own objects"), std::string::npos);
+  trace_.engine_tensor_bytes_at_end = -1;  // a census that reached no engine
+  EXPECT_TRUE(judge().diagnoses.empty());
+}
+
+// A leak that outgrows the model by the end is not gathered parameters: they are there after
+// every step, a leak is small after the first (an evaluation's graph kept at stage 3 did this).
+TEST_F(JudgeZero, ALeakThatOutgrowsTheModelIsNotGatheredParametersKept) {
+  make_run(3, 2);
+  MemorySample first = trace_.memory.back();
+  first.cpu_tensor_bytes += 500;  // one step's leak
+  trace_.memory.back().cpu_tensor_bytes += 30 * 500;  // thirty steps' later
+  trace_.memory.insert(trace_.memory.begin(), first);
+  EXPECT_TRUE(judge().diagnoses.empty());
+  for (MemorySample& sample : trace_.memory) sample.cpu_tensor_bytes += 4000;  // and kept
+  ASSERT_EQ(judge().diagnoses.size(), 1u);
+  EXPECT_EQ(judge().diagnoses[0], DiagnosisKind::gathered_parameters_kept);
 }
 
 TEST_F(JudgeZero, ALoopThatDoesNotDriveTheEngineIsNotBlamedOnTheEngine) {

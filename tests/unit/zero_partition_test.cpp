@@ -76,6 +76,9 @@ TEST(ZeroFormulas, PersistentParametersAreGatheredOncePerStepAtStageThree) {
   // Frozen persistent parameters are gathered after the step too.
   EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 1, 4000, 0, {}, 0, {1000, 200}),
             (4000 + 6000 + 1200) / 2);
+  // A loop's GatheredParameters after the step partitions the persistent ones: gathered again.
+  EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 1, 4000, 0, {}, 0, {1000, 0, 1000}),
+            (4000 + 6000 + 2000) / 2);
   // All persistent: only the reduce-scatters and the one gather.
   EXPECT_EQ(expected_ring_bytes_per_step(3, 2, 4, 4000, 0, {}, 0, {4000, 0}), (4 * 4000 + 4000) / 2);
   // Stages 0-2 have no persistent parameters.
@@ -299,6 +302,11 @@ TEST(ZeroStageThree, KeepsPersistentParametersWholeAndReleasesTheRest) {
   EXPECT_TRUE(gathered[1].is_alias_of(engine.parameters()[1]));
   EXPECT_FALSE(gathered[0].is_alias_of(engine.parameters()[0]));
   EXPECT_EQ(gathered[0].numel(), 64);
+  // The loop's GatheredParameters hands out the same, and leaving it releases them all: the
+  // loop then holds the only reference to the persistent biases' whole storage.
+  const std::vector<at::Tensor> kept = engine.gather_parameters_as_the_loop_does();
+  EXPECT_EQ(kept[1].numel(), 8);
+  EXPECT_EQ(engine.parameters()[1].numel(), 0);
 }
 
 }  // namespace
