@@ -20,7 +20,6 @@
 // weight.t()): the view would keep the released storage alive until backward. The zoo's linear
 // layers save the weight itself while a gate is set (models/linear_saving_weight.h), as
 // DeepSpeed's own linear function does.
-#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -58,6 +57,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
       index_of_[parameter.unsafeGetTensorImpl()] = i;
       shapes_.push_back(parameter.sizes().vec());
       persistent_.push_back(persistent_at_stage_3(parameter.numel(), param_persistence_threshold));
+      if (persistent_.back()) persistent_indices_.push_back(i);
       const int64_t padded = padded_to_world(parameter.numel(), ranks);
       const int64_t shard = padded / ranks;
       at::Tensor flat = at::zeros({padded}, parameter.options().requires_grad(false));
@@ -123,13 +123,9 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   // The persistent parameters are gathered again from their updated shards (_post_step); the
   // rest stay partitioned until the next forward.
   void after_update() override {
-    std::vector<size_t> persistent;
-    for (size_t i = 0; i < parameters_.size(); ++i) {
-      if (persistent_[i]) persistent.push_back(i);
-    }
-    if (persistent.empty()) return;
-    release(persistent, /*persistent_too=*/true);
-    gather(persistent);
+    if (persistent_indices_.empty()) return;
+    release(persistent_indices_, /*persistent_too=*/true);
+    gather(persistent_indices_);
   }
   void zero_grad() override {
     c10::NoGradGuard no_grad;
@@ -245,16 +241,22 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
     const at::Tensor gathered = all_gather(communicator_, at::cat(pieces)).view({ranks, -1});
     // Each parameter gets a storage of exactly its own size: a view into `gathered` (what
     // reshape returns for a one-element shard) would keep the whole buffer alive as long as the
-    // parameter, and a persistent one lives until the next step.
+    // parameter, and a persistent one lives until the next step. At most two copies: the ranks
+    // whose shard lies wholly inside the parameter, then the padded one's head.
     std::vector<at::Tensor> whole;
     int64_t offset = 0;
     for (size_t i : indices) {
       const int64_t shard = shards[i].numel();
       const int64_t numel = numel_of(i);
+      const int64_t full_rows = numel / shard;
+      const int64_t tail = numel - full_rows * shard;
       at::Tensor parameter = at::empty({numel}, gathered.options());
-      for (int64_t r = 0; r * shard < numel; ++r) {
-        const int64_t count = std::min(shard, numel - r * shard);
-        parameter.narrow(0, r * shard, count).copy_(gathered[r].narrow(0, offset, count));
+      parameter.narrow(0, 0, full_rows * shard)
+          .view({full_rows, shard})
+          .copy_(gathered.narrow(0, 0, full_rows).narrow(1, offset, shard));
+      if (tail > 0) {
+        parameter.narrow(0, full_rows * shard, tail)
+            .copy_(gathered[full_rows].narrow(0, offset, tail));
       }
       whole.push_back(parameter.view(shapes_[i]));
       offset += shard;
@@ -295,6 +297,7 @@ class PartitionedParameterStrategy final : public ZeroStrategy, public Parameter
   std::map<const c10::TensorImpl*, size_t> index_of_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<bool> persistent_;  // whole on every rank between steps (see the top of the file)
+  std::vector<size_t> persistent_indices_;  // the same, as the indices after_update gathers
   std::vector<at::Tensor> parameter_shards_;
   std::vector<at::Tensor> gradient_shards_;  // trainable parameters only
   // Per optimizer param group, this rank's trainable shards side by side (the shards above are

@@ -141,13 +141,6 @@ def keep_after_step(loop, gathered_parameters):
     return None
 
 
-def storages_held_by(census, *roots):
-    """Bytes of the CPU tensor storages the engine's own objects reach (its module, optimizer,
-    scheduler), for the judge of gathered parameters kept (judge_zero.cpp): what is alive
-    beyond them is the loop's. None without a census."""
-    return census.bytes_reachable_from(roots) if census else None
-
-
 class Evaluation:
     """The loop's evaluation (scenario "loop.evaluation"): `batches` micro-batches of the
     evaluation samples through `forward`, under no_grad unless the habit omits it, each loss
@@ -258,11 +251,13 @@ class WorkerMemory:
 
     def finish(self, *engine_roots):
         """The census's result, with the bytes of the storages the engine's objects reach
-        (engine_roots: what deepspeed.initialize returned, or FSDP2's module and optimizer)."""
+        (engine_roots: what deepspeed.initialize returned, or FSDP2's module and optimizer), for
+        the judge of gathered parameters kept (judge_zero.cpp): what lives beyond them is the
+        loop's."""
         if self.probe:
             self.record["memory"] = self.probe.result()
-            self.record["memory"]["engine_tensor_bytes_at_end"] = storages_held_by(
-                self.probe, *engine_roots)
+            self.record["memory"]["engine_tensor_bytes_at_end"] = \
+                self.probe.bytes_reachable_from(engine_roots)
 
 
 def window_items_per_rank(source, first_micro_step, window, world_size, micro_batch):
