@@ -50,6 +50,7 @@ const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
       {DiagnosisKind::optimizer_stepped_at_initialization, "optimizer_stepped_at_initialization"},
       {DiagnosisKind::unscaled_by_grown_scale, "unscaled_by_grown_scale"},
       {DiagnosisKind::labels_counted_but_not_predicted, "labels_counted_but_not_predicted"},
+      {DiagnosisKind::window_closed_early, "window_closed_early"},
       {DiagnosisKind::tensor_memory_leak, "tensor_memory_leak"},
       {DiagnosisKind::host_memory_leak, "host_memory_leak"},
       {DiagnosisKind::memory_over_budget, "memory_over_budget"},

@@ -35,6 +35,9 @@ enum class DiagnosisKind {
   // The token loss divided by every label, each row's first included, which a causal LM never
   // predicts (judged by `watch` from the labels its forward received)
   labels_counted_but_not_predicted,
+  // A window the loop closed before gradient_accumulation_steps micro-batches (accelerate's
+  // accumulate() at the end of the data loader), each still divided by GAS (judged by `watch`)
+  window_closed_early,
   reentrant_checkpoint_without_input_grad,  // a checkpointed block fed no input with history
   backward_in_evaluation,  // evaluation's gradients land in the next training step
   training_diverged,       // the run's loss, gradients or parameters became NaN or Inf

@@ -248,6 +248,7 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
              "(transformers: model.enable_input_require_grads())" + batch_too;
     }
     case DiagnosisKind::labels_counted_but_not_predicted:  // watch only: needs the model's labels
+    case DiagnosisKind::window_closed_early:  // watch only: a scenario's windows are all whole
     case DiagnosisKind::training_diverged:  // judged from the trace's values, not a hypothesis
     case DiagnosisKind::lr_scheduler_stepped_every_micro_step:
     case DiagnosisKind::scheduler_start_rate_first_group_only:

@@ -100,6 +100,12 @@ std::vector<Hypothesis> hypotheses_for(const RankRecording& rank, size_t w,
   const WatchedWindow& window = rank.windows[w];
   const int64_t micro_steps = static_cast<int64_t>(window.micro_steps.size());
   std::vector<Hypothesis> hypotheses;
+  // A window the loop ended before G micro-batches (engine.set_gradient_accumulation_boundary,
+  // as accelerate's accumulate() does at the end of the data loader): engine.backward still
+  // divides each micro-batch's loss by G, so the window weighs micro_steps/G of its mean.
+  if (micro_steps < gas) {
+    hypotheses.push_back({DiagnosisKind::window_closed_early, scaled(pieces.per_micro, 1.0 / g)});
+  }
   if (count_calls(rank, w, "engine.step()") < micro_steps && micro_steps > gas) {
     hypotheses.push_back({DiagnosisKind::step_once_per_window, scaled(pieces.per_micro, 1.0 / g)});
   }
@@ -210,6 +216,26 @@ std::string explain(DiagnosisKind kind, const RankRecording& rank, size_t w,
              std::to_string(judged.items) +
              " tokens of the window. Fix: sum the token losses and divide by the window's "
              "token count (transformers' num_items_in_batch)";
+    case DiagnosisKind::window_closed_early: {
+      const bool set_by_loop =
+          count_calls(rank, w, "engine.set_gradient_accumulation_boundary(True)") > 0;
+      return "window " + std::to_string(w) + " closed after " + micro +
+             " of gradient_accumulation_steps=" + g + " micro-batches, yet engine.backward "
+             "divided each micro-batch's loss by " + g + ", so its gradient is " + micro + "/" +
+             g + " of its batch's mean (norm ratio " + ratio +
+             "): that optimizer step is weaker than the others" +
+             (set_by_loop ? std::string(". The loop ended the window itself "
+                                        "(engine.set_gradient_accumulation_boundary(True)), as "
+                                        "accelerate's accumulate() does at the end of the data "
+                                        "loader")
+                          : std::string()) +
+             ". Fix: give every epoch a multiple of " + g +
+             " micro-batches per rank (the dataset a multiple of micro batch x " + g +
+             " x ranks, or drop_last), or let windows run across epochs (accelerate: "
+             "GradientAccumulationPlugin(num_steps=" + g + ", sync_with_dataloader=False)); "
+             "transformers' Trainer divides by the window's own count and passes "
+             "scale_wrt_gas=False (transformers PR #35808)";
+    }
     case DiagnosisKind::labels_counted_but_not_predicted:
       return "the token loss is divided by " + std::to_string(labels_counted) +
              " labels, but the model predicts only " + std::to_string(judged.items) +
@@ -293,6 +319,14 @@ void judge_memory_of(const RankRecording& rank, WatchJudgement& judgement) {
   Plan plan;
   plan.device = Device::cpu;
   judgement.memory = judge_memory(scenario, plan, rank.memory);
+  // judge_memory speaks of a scenario's key; a watched script has optimizer steps and the
+  // watch's option instead.
+  std::string& reason = judgement.memory.not_judged_reason;
+  const size_t key = reason.find(" loop.steps to judge memory");
+  if (key != std::string::npos) {
+    reason.replace(key, std::string::npos,
+                   " optimizer steps, all within --memory-steps, to judge memory");
+  }
   for (size_t i = 0; i < judgement.memory.diagnoses.size(); ++i) {
     const std::string& text = judgement.memory.explanations[i];
     if (!judgement.found_something()) {
@@ -339,7 +373,12 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
         "no optimizer step was watched: the script ended before its first one";
     return judgement;
   }
-  const int64_t micro_steps = static_cast<int64_t>(first.windows.front().micro_steps.size());
+  // The batch of a whole window: the largest watched (a window the loop closed early, at the end
+  // of an epoch, is diagnosed on its own).
+  int64_t micro_steps = 0;
+  for (size_t w = 0; w < windows; ++w) {
+    micro_steps = std::max(micro_steps, static_cast<int64_t>(first.windows[w].micro_steps.size()));
+  }
   judgement.effective_batch = first.resolved.micro_batch_per_gpu * micro_steps * first.world_size;
   judgement.intended_batch = intended_batch.value_or(first.resolved.train_batch_size);
   judgement.not_judged_reason = why_gradients_not_judged(ranks);

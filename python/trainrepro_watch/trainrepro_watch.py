@@ -247,6 +247,10 @@ class Watcher:
         self._patch(engine, "backward", self._backward)
         self._patch(engine, "step", self._engine_step)
         self._patch(engine, "zero_grad", self._called("engine.zero_grad()"))
+        if hasattr(engine, "set_gradient_accumulation_boundary"):
+            # The loop ending a window itself (accelerate's accumulate(), the Trainer): a
+            # window closed before gradient_accumulation_steps micro-batches is judged by it.
+            self._patch(engine, "set_gradient_accumulation_boundary", self._boundary_set)
         if hasattr(engine, "no_sync"):  # DeepSpeed 0.16.0+: the loop's own sync switch
             self._patch(engine, "no_sync", self._called("engine.no_sync()"))
         for seen in {id(o): o for o in (optimizer, engine.optimizer) if o is not None}.values():
@@ -291,6 +295,11 @@ class Watcher:
                 self.calls.append(call)
             return original(*args, **kwargs)
         return wrapper
+
+    def _boundary_set(self, original, is_boundary, *args, **kwargs):
+        if is_boundary and not self.finished and not self.inside:
+            self.calls.append("engine.set_gradient_accumulation_boundary(True)")
+        return original(is_boundary, *args, **kwargs)
 
     def _forward(self, original, *args, **kwargs):
         # An evaluation is no training micro-step: under no_grad, in eval(), or (below) a

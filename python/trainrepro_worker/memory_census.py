@@ -36,6 +36,7 @@ import gc
 import os
 import time
 import types
+import warnings
 import weakref
 
 import torch
@@ -59,6 +60,15 @@ def _mallinfo2():
 
 
 _PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _weak_references_to_every_tensor():
+    """Weak references to the tensors among every object the collector tracks. Quietly: asking
+    a deprecated object for its class warns (torch.distributed.reduce_op: a FutureWarning in the
+    user's output, from a line of this file)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [weakref.ref(o) for o in gc.get_objects() if isinstance(o, torch.Tensor)]
 
 
 def _count_storage(tensor, storages, excluded):
@@ -99,7 +109,7 @@ class MemoryCensus:
         self._peak = 0
         self.samples = []
         gc.collect()
-        self._frozen = [weakref.ref(o) for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+        self._frozen = _weak_references_to_every_tensor()
         gc.freeze()
         # The frozen tensors' storages (key -> [bytes, birth step]) while a census skips them:
         # None until the first boundary, when they are counted and frozen again.
@@ -226,7 +236,7 @@ class MemoryCensus:
         """Freezes the objects alive at the first boundary (the model, the engine, the
         optimizer's states) and counts the storages of every frozen tensor once, with their
         births, for the censuses that skip them."""
-        self._frozen += [weakref.ref(o) for o in gc.get_objects() if isinstance(o, torch.Tensor)]
+        self._frozen += _weak_references_to_every_tensor()
         gc.freeze()
         storages, _ = self._census()
         self._frozen_storages = {

@@ -77,6 +77,52 @@ TEST(JudgeWatched, UnequalTokenCountsNameThePerMicroBatchMean) {
   EXPECT_EQ(*judged.diagnosis, DiagnosisKind::per_micro_batch_token_normalisation);
 }
 
+// A whole window, then one the loop ended after `kept` of GAS micro-steps (accelerate at the end
+// of the data loader): there DeepSpeed's gradient is each kept micro-batch's mean divided by GAS.
+std::vector<RankRecording> closed_early(int64_t ranks, int64_t gas, int64_t kept) {
+  std::vector<RankRecording> result = recorded(ranks, gas, 1.0);
+  const std::vector<RankRecording> second = recorded(ranks, gas, 1.0);
+  std::vector<at::Tensor> averaged = {at::zeros({3, 2}, at::kDouble), at::zeros({2}, at::kDouble)};
+  for (size_t r = 0; r < result.size(); ++r) {
+    RankRecording& rank = result[r];
+    WatchedWindow window = second[r].windows[0];
+    window.micro_steps.resize(static_cast<size_t>(kept));
+    for (const WatchedMicroStep& micro : window.micro_steps) {
+      for (size_t p = 0; p < 2; ++p) {
+        averaged[p] = averaged[p] + micro.summed_loss_gradients[p] / micro.items /
+                                        static_cast<double>(gas * ranks);
+      }
+      rank.calls.insert(rank.calls.end(), {"forward", "engine.backward()", "engine.step()"});
+    }
+    rank.calls.insert(rank.calls.end() - 1, "engine.set_gradient_accumulation_boundary(True)");
+    window.calls_at_close = static_cast<int64_t>(rank.calls.size());
+    rank.windows.push_back(window);
+  }
+  for (RankRecording& rank : result) rank.windows[1].run_gradients = averaged;
+  return result;
+}
+
+TEST(JudgeWatched, AWindowTheLoopClosedEarlyIsNamedOnlyWhenShort) {
+  for (int64_t ranks : {1, 2}) {
+    const WatchJudgement judged = judge_watched(closed_early(ranks, 4, 2), std::nullopt);
+    ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
+    EXPECT_EQ(*judged.diagnosis, DiagnosisKind::window_closed_early);
+    EXPECT_TRUE(judged.windows[0].gradients_match);
+    EXPECT_NEAR(judged.windows[1].norm_ratio, 0.5, 1e-12);
+    EXPECT_NE(judged.explanation.find("window 1 closed after 2 of gradient_accumulation_steps=4"),
+              std::string::npos) << judged.explanation;
+    EXPECT_NE(judged.explanation.find("set_gradient_accumulation_boundary(True)"),
+              std::string::npos) << judged.explanation;
+    // The batch the config trains is a whole window's, not the short one's.
+    EXPECT_TRUE(judged.findings.empty()) << judged.findings[0];
+    EXPECT_EQ(judged.effective_batch, ranks * 16);
+  }
+  // 3 of 4 micro-steps: 3/4 of the mean; all 4: a whole window, which is the golden.
+  EXPECT_EQ(*judge_watched(closed_early(1, 4, 3), std::nullopt).diagnosis,
+            DiagnosisKind::window_closed_early);
+  EXPECT_FALSE(judge_watched(closed_early(1, 4, 4), std::nullopt).found_something());
+}
+
 TEST(JudgeWatched, AGradientNoMistakeExplainsIsUnexplainedNotPassed) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
   ranks[0].windows[0].run_gradients[1] = ranks[0].windows[0].run_gradients[1] * 1.5;
@@ -107,6 +153,17 @@ TEST(JudgeWatched, NoGoldenOrLowPrecisionIsNotJudgedWithWhy) {
   ranks[0].golden_not_computed = "window 0: the model casts inside its forward";
   const WatchJudgement judged = judge_watched(ranks, std::nullopt);
   EXPECT_NE(judged.not_judged_reason.find("casts inside its forward"), std::string::npos);
+}
+
+TEST(JudgeWatched, TooFewMemoryStepsSayWhatTheScriptMustRun) {
+  std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
+  ranks[0].has_memory = true;  // sampled, but no boundary
+  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  EXPECT_FALSE(judged.memory.judged);
+  EXPECT_NE(judged.memory.not_judged_reason.find(
+                "run at least 22 optimizer steps, all within --memory-steps, to judge memory"),
+            std::string::npos)
+      << judged.memory.not_judged_reason;
 }
 
 TEST(WatchRecording, ABadFileNamesItsPointer) {

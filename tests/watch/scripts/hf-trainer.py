@@ -42,6 +42,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-micro-batch-mean", action="store_true")
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--samples", type=int, default=64,
+                        help="the dataset's size: 20 makes each epoch 2 windows and a half")
     parser.add_argument("--model", choices=("llama", "gpt2"), default="llama")
     parser.add_argument("--loss-type", help="set model.loss_type (ForCausalLM: GPT-2's fix)")
     args = parser.parse_args()
@@ -72,7 +74,7 @@ def main():
             lr_scheduler_type="constant", report_to="none", save_strategy="no",
             disable_tqdm=True, dataloader_num_workers=0, seed=0)
         kind = PerMicroBatchMeanTrainer if args.per_micro_batch_mean else Trainer
-        kind(model=model, args=training, train_dataset=Sequences(64)).train()
+        kind(model=model, args=training, train_dataset=Sequences(args.samples)).train()
     finally:
         shutil.rmtree(output_dir, ignore_errors=True)
 
