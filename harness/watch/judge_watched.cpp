@@ -369,8 +369,18 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
   size_t windows = first.windows.size();
   for (const RankRecording& rank : ranks) windows = std::min(windows, rank.windows.size());
   if (windows == 0) {
+    const int64_t backwards =
+        std::count(first.calls.begin(), first.calls.end(), std::string("engine.backward()"));
+    const bool forwards =
+        std::find(first.calls.begin(), first.calls.end(), "forward") != first.calls.end();
     judgement.not_judged_reason =
-        "no optimizer step was watched: the script ended before its first one";
+        backwards > 0 && !forwards
+            ? "no micro-batch was watched: the loop called engine.backward() " +
+                  std::to_string(backwards) +
+                  " times, but never a forward of the engine or of its module (a loop calling "
+                  "engine.module.forward(...) or another method of the model skips both); call "
+                  "engine(inputs) or engine.module(inputs)"
+            : "no optimizer step was watched: the script ended before its first one";
     return judgement;
   }
   // The batch of a whole window: the largest watched (a window the loop closed early, at the end

@@ -244,6 +244,10 @@ class Watcher:
             self.golden_not_computed = ("ZeRO stage 3 partitions the module's parameters: the "
                                         "float64 copy of the model is not built there yet")
         self._patch(engine, "forward", self._forward)
+        self._module_hooks = [
+            engine.module.register_forward_pre_hook(self._module_forward_begins, with_kwargs=True),
+            engine.module.register_forward_hook(self._module_forward_ends, with_kwargs=True,
+                                                always_call=True)]
         self._patch(engine, "backward", self._backward)
         self._patch(engine, "step", self._engine_step)
         self._patch(engine, "zero_grad", self._called("engine.zero_grad()"))
@@ -302,10 +306,36 @@ class Watcher:
         return original(is_boundary, *args, **kwargs)
 
     def _forward(self, original, *args, **kwargs):
-        # An evaluation is no training micro-step: under no_grad, in eval(), or (below) a
-        # forward no backward followed.
+        recording = self._begin_micro_step(args, kwargs)
+        self.inside.add("forward")
+        try:
+            outputs = original(*args, **kwargs)
+        finally:
+            self.inside.discard("forward")
+        if recording:
+            self._end_micro_step(outputs)
+        return outputs
+
+    # A loop that calls the engine's module itself (`engine.module(x)`: DeepSpeed's hooks are on
+    # the module, so at every ZeRO stage this trains as engine(x) does) is seen by hooks on the
+    # module; inside engine(x) they stand aside. Removed when the watched steps end, before the
+    # golden's float64 copy and --save-scenario's trace call the module.
+    def _module_forward_begins(self, module, args, kwargs):
+        if "forward" not in self.inside and self._begin_micro_step(args, kwargs):
+            self.inside.add("module forward")
+
+    def _module_forward_ends(self, module, args, kwargs, outputs):
+        if "module forward" in self.inside:  # also called when the forward raised (no outputs)
+            self.inside.discard("module forward")
+            if outputs is not None:
+                self._end_micro_step(outputs)
+
+    def _begin_micro_step(self, args, kwargs):
+        """Records a training forward's inputs as a new micro-step; False for an evaluation (under
+        no_grad, in eval(), or, found later, a forward no backward followed) or a nested call."""
         recording = (not self.finished and self._torch.is_grad_enabled()
-                     and self.engine.module.training and "forward" not in self.inside)
+                     and self.engine.module.training and "forward" not in self.inside
+                     and "module forward" not in self.inside)
         if recording:
             with self._record():
                 if self.window is None:
@@ -318,17 +348,13 @@ class Watcher:
                               "kwargs": _map_tensors(kwargs, clone),
                               "loss_function": None, "loss": None}
                 self.window["micro_steps"].append(self.micro)
-        self.inside.add("forward")
-        try:
-            outputs = original(*args, **kwargs)
-        finally:
-            self.inside.discard("forward")
-        if recording:
-            self.micro["outputs"] = outputs
-            for name, arguments in self.micro.pop("calls_inside_forward", []):
-                if self.micro["loss_function"] is None:
-                    self._match_loss_function(self.micro, name, arguments, inside_forward=True)
-        return outputs
+        return recording
+
+    def _end_micro_step(self, outputs):
+        self.micro["outputs"] = outputs
+        for name, arguments in self.micro.pop("calls_inside_forward", []):
+            if self.micro["loss_function"] is None:
+                self._match_loss_function(self.micro, name, arguments, inside_forward=True)
 
     def recording_micro_step(self):
         return not self.finished and self.micro is not None
@@ -609,6 +635,8 @@ class Watcher:
         if self.finished:
             return
         self.finished = True
+        for hook in self._module_hooks:
+            hook.remove()
         self._torch.Tensor.backward = self._tensor_backward
         tensors, windows = {}, []
         golden_error = self.golden_not_computed

@@ -96,7 +96,9 @@ def hf_trainer_python():
 
 
 def placeholders(values, ranks):
-    return [str(ranks * int(v.split("*")[1])) if v.startswith("WORLD*") else v for v in values]
+    """WORLD*N: N times the rank count; SCRIPTS/: the scripts' folder (a config file there)."""
+    return [str(ranks * int(v.split("*")[1])) if v.startswith("WORLD*") else
+            v.replace("SCRIPTS/", f"{SCRIPTS}/") for v in values]
 
 
 def check_case(trainrepro, python, case, ranks, failures):
@@ -129,13 +131,16 @@ def check_bad_inputs(trainrepro, python, failures):
     """The documented endings of scripts that cannot be watched or judged, and that nothing is
     written beside the script."""
     before = {p: p.stat().st_mtime_ns for p in SCRIPTS.rglob("*")}
+    tutorial = ("--deepspeed", "--deepspeed_config", str(SCRIPTS / "deepspeed-tutorial.json"))
     cases = [
-        ("never-initializes.py", 3, "no DeepSpeed engine was created"),
-        ("raises-after-two-steps.py", 3, "ValueError: the data loader ran out of shards"),
-        ("casts-to-float32.py", 3, "the golden could not be computed"),
+        ("never-initializes.py", (), 3, "no DeepSpeed engine was created"),
+        ("raises-after-two-steps.py", (), 3, "ValueError: the data loader ran out of shards"),
+        ("casts-to-float32.py", (), 3, "the golden could not be computed"),
+        ("deepspeed-tutorial.py", ("--forward-method",) + tutorial, 3,
+         "never a forward of the engine or of its module"),
     ]
-    for script, code_expected, text in cases:
-        code, output, verdict, seconds = watch(trainrepro, python, script, 1)
+    for script, args, code_expected, text in cases:
+        code, output, verdict, seconds = watch(trainrepro, python, script, 1, args)
         ok = code == code_expected and text in output and verdict is not None
         if script == "raises-after-two-steps.py":  # what was recorded is still judged
             ok = ok and verdict["outcome"] == "error" and len(verdict["steps"]) == 2 and all(
