@@ -95,6 +95,14 @@ int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchRep
     return kExitInfrastructure;
   }
   for (const RankRecording& rank : ranks) {
+    if (!rank.initialize_raised.empty()) {
+      report.problem = "no DeepSpeed engine was created: the script's deepspeed.initialize "
+                       "raised on rank " + std::to_string(rank.rank) + ": " +
+                       rank.initialize_raised + "; " + command_ended + tail;
+      return kExitInfrastructure;
+    }
+  }
+  for (const RankRecording& rank : ranks) {
     if (!rank.failure.empty()) {
       report.problem = "the watch failed on rank " + std::to_string(rank.rank) + ": " +
                        rank.failure + "\n" + indented(last_lines(rank.traceback, 8));

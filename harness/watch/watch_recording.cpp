@@ -131,6 +131,10 @@ RankRecording read_rank(const std::string& json_path) {
     rank.traceback = json.text("traceback");
     return rank;
   }
+  if (json.has("initialize_raised")) {
+    rank.initialize_raised = json.text("initialize_raised");
+    return rank;
+  }
   rank.ended = json.text("ended");
   rank.steps_wanted = json.integer("steps_wanted", 1);
   const Reader versions = json.object("versions");
@@ -216,7 +220,7 @@ std::vector<RankRecording> read_watch_recording(const std::string& folder) {
                                 ", while " + ranks.front().file + " says " +
                                 std::to_string(ranks.front().world_size));
     }
-    if (rank.failure.empty() && ranks.front().failure.empty() &&
+    if (rank.recorded() && ranks.front().recorded() &&
         rank.parameter_names != ranks.front().parameter_names) {
       throw WatchRecordingError(rank.file + ":/parameter_names: not those of " +
                                 ranks.front().file);

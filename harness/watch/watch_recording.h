@@ -61,6 +61,9 @@ struct RankRecording {
   // The watch itself failed on this rank (the script trained on): why, and where.
   std::string failure;
   std::string traceback;
+  // The script's deepspeed.initialize raised on this rank ("AssertionError: …"): no engine.
+  std::string initialize_raised;
+  bool recorded() const { return failure.empty() && initialize_raised.empty(); }
   std::string ended;  // "" when every watched step was recorded; else why it stopped early
   int64_t steps_wanted = 0;
   WorkerVersions versions;

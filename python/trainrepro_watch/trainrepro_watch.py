@@ -80,7 +80,13 @@ def patch_deepspeed(deepspeed):
 
     @functools.wraps(original)
     def initialize(*args, **kwargs):
-        result = original(*args, **kwargs)
+        try:
+            result = original(*args, **kwargs)
+        except Exception as error:
+            # The script's own call failed (a batch assertion, a bad config): said as such, not
+            # as a script that never called it.
+            _write_initialize_raised(error)
+            raise
         try:
             _watchers.append(Watcher(result, deepspeed, _config_given(args, kwargs)))
         except Exception as error:  # the user's training goes on; the verdict says why
@@ -153,6 +159,13 @@ def _write_failure(reason, trace):
     _write_atomically(os.path.join(folder, f"rank{rank}.json"), json.dumps(
         {"format": FORMAT, "version": FORMAT_VERSION, "rank": rank, "world_size": world,
          "failure": reason, "traceback": trace}).encode())
+
+
+def _write_initialize_raised(error):
+    rank, world = _rank_and_world()
+    _write_atomically(os.path.join(_settings()["dir"], f"rank{rank}.json"), json.dumps(
+        {"format": FORMAT, "version": FORMAT_VERSION, "rank": rank, "world_size": world,
+         "initialize_raised": f"{type(error).__name__}: {error}"}).encode())
 
 
 def _safetensors_bytes(tensors):

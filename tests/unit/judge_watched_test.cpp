@@ -186,6 +186,16 @@ TEST(WatchRecording, ABadFileNamesItsPointer) {
   fs::remove_all(folder);
   fs::create_directories(folder);
   EXPECT_TRUE(read_watch_recording(folder.string()).empty());  // no engine was created
+  // The script's deepspeed.initialize raised: read as such, with nothing recorded.
+  std::ofstream(folder / "rank0.json")
+      << nlohmann::json{{"format", "trainrepro-watch"}, {"version", 1}, {"rank", 0},
+                        {"world_size", 1},
+                        {"initialize_raised", "AssertionError: Check batch related parameters"}}
+             .dump();
+  const std::vector<RankRecording> raised = read_watch_recording(folder.string());
+  ASSERT_EQ(raised.size(), 1u);
+  EXPECT_EQ(raised[0].initialize_raised, "AssertionError: Check batch related parameters");
+  EXPECT_FALSE(raised[0].recorded());
   fs::remove_all(folder);
 }
 

@@ -138,6 +138,10 @@ def check_bad_inputs(trainrepro, python, failures):
         ("casts-to-float32.py", (), 3, "the golden could not be computed"),
         ("deepspeed-tutorial.py", ("--forward-method",) + tutorial, 3,
          "never a forward of the engine or of its module"),
+        # 30 samples per step is not 4 x 4 x 1: DeepSpeed's batch assertion, inside initialize
+        ("deepspeed-tutorial.py", ("--deepspeed", "--deepspeed_config",
+                                   str(SCRIPTS / "deepspeed-tutorial-bad-batch.json")), 3,
+         "deepspeed.initialize raised on rank 0: AssertionError: Check batch related parameters"),
     ]
     for script, args, code_expected, text in cases:
         code, output, verdict, seconds = watch(trainrepro, python, script, 1, args)
