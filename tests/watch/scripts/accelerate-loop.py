@@ -15,7 +15,6 @@ accelerate ends the window at the epoch's last micro-batch.
 --windows-across-epochs: GradientAccumulationPlugin(sync_with_dataloader=False), accelerate's own
 way to keep every window whole when an epoch is not.
 """
-import argparse
 import os
 
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
@@ -28,11 +27,7 @@ import common  # noqa: E402
 
 
 def arguments():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gas", type=int, default=4)
-    parser.add_argument("--micro-batch", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--zero", type=int, default=0)
+    parser = common.parser()
     parser.add_argument("--divide-loss", action="store_true")
     parser.add_argument("--clip", action="store_true")
     parser.add_argument("--epoch-batches", type=int)

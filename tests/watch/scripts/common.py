@@ -14,14 +14,19 @@ os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
 
 def arguments():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gas", type=int, default=4)
-    parser.add_argument("--micro-batch", type=int, default=4)
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--no-gas-in-config", action="store_true")
-    parser.add_argument("--zero", type=int, default=0)
-    parser.add_argument("--scheduler", action="store_true", help="WarmupLR in the config")
-    return parser.parse_args()
+    return parser().parse_args()
+
+
+def parser():
+    """The command line every script takes; a script adds its own options to it."""
+    command_line = argparse.ArgumentParser()
+    command_line.add_argument("--gas", type=int, default=4)
+    command_line.add_argument("--micro-batch", type=int, default=4)
+    command_line.add_argument("--steps", type=int, default=6)
+    command_line.add_argument("--no-gas-in-config", action="store_true")
+    command_line.add_argument("--zero", type=int, default=0)
+    command_line.add_argument("--scheduler", action="store_true", help="WarmupLR in the config")
+    return command_line
 
 
 class Classifier(torch.nn.Module):
