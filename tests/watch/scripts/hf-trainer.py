@@ -4,7 +4,10 @@ Trainer and a ds_config of "auto" values, on sequences of different lengths (pad
 mean, as transformers did before 4.46; without it the Trainer divides the window's summed token
 loss by its tokens (num_items_in_batch). --model llama (LlamaForCausalLM, the default) or gpt2
 (GPT2LMHeadModel: transformers 5.24.0 counts its num_items_in_batch over every label, the first
-of each row included, which a causal LM never predicts; --loss-type ForCausalLM fixes it)."""
+of each row included, which a causal LM never predicts; --loss-type ForCausalLM fixes it).
+use_cpu=True: without CUDA, accelerate 1.15.0's PartialState sees a single process unless told the
+run is on the CPU (state.py _prepare_backend), and at 2 ranks the Trainer's train_batch_size then
+fails DeepSpeed's batch assertion (8 != 2 * 4 * 2)."""
 import argparse
 import os
 import shutil
@@ -72,7 +75,7 @@ def main():
             per_device_train_batch_size=2, gradient_accumulation_steps=4, learning_rate=1e-3,
             max_grad_norm=0.0, train_sampling_strategy="sequential",
             lr_scheduler_type="constant", report_to="none", save_strategy="no",
-            disable_tqdm=True, dataloader_num_workers=0, seed=0)
+            disable_tqdm=True, dataloader_num_workers=0, seed=0, use_cpu=True)
         kind = PerMicroBatchMeanTrainer if args.per_micro_batch_mean else Trainer
         kind(model=model, args=training, train_dataset=Sequences(args.samples)).train()
     finally:
