@@ -39,7 +39,16 @@ def deepspeed_python():
         else python
 
 
-def watch(trainrepro, python, script, ranks, args=(), watch_args=()):
+# How a case's script is launched: torchrun's module, or DeepSpeed's own launcher (which passes
+# --local_rank to the script; on the CPU accelerator --num_gpus counts processes).
+LAUNCHERS = {
+    "torchrun": lambda ranks: ["-m", "torch.distributed.run", "--standalone",
+                               "--nproc_per_node", str(ranks)],
+    "deepspeed": lambda ranks: ["-m", "deepspeed.launcher.runner", "--num_gpus", str(ranks)],
+}
+
+
+def watch(trainrepro, python, script, ranks, args=(), watch_args=(), launcher="torchrun"):
     """Runs one script under watch: (exit code, output, results JSON or None, seconds)."""
     with tempfile.TemporaryDirectory() as folder:
         results = os.path.join(folder, "watch.json")
@@ -47,8 +56,7 @@ def watch(trainrepro, python, script, ranks, args=(), watch_args=()):
         page = os.path.join(folder, "watch.html")
         command = [trainrepro, "watch", *watch_args, "--results", results, "--junit", junit,
                    "--html", page, "--",
-                   python, "-m", "torch.distributed.run", "--standalone",
-                   "--nproc_per_node", str(ranks), str(SCRIPTS / script), *args]
+                   python, *LAUNCHERS[launcher](ranks), str(SCRIPTS / script), *args]
         started = time.monotonic()
         done = subprocess.run(command, capture_output=True, text=True, cwd=folder,
                               env=dict(os.environ, OMP_NUM_THREADS="1"))
@@ -109,7 +117,7 @@ def check_case(trainrepro, python, case, ranks, failures):
              placeholders(case.get("twin_watch", case.get("watch", [])), ranks), None)]
     for script, script_args, options, expected in runs:
         code, output, verdict, seconds = watch(trainrepro, python, script, ranks, script_args,
-                                               options)
+                                               options, case.get("launcher", "torchrun"))
         found = verdict and verdict["diagnosis"]
         memory = verdict["memory"]["diagnoses"] if verdict else []
         if expected is None:
@@ -119,6 +127,8 @@ def check_case(trainrepro, python, case, ranks, failures):
             ok = code == 1 and (found == expected or expected in memory)
             said = f"{found}" + (f" (memory: {', '.join(memory)})" if memory else "")
         label = f"{script} {' '.join(script_args)}".strip()
+        if case.get("launcher", "torchrun") != "torchrun":
+            label += f" (launched by {case['launcher']})"
         print(f"{'ok  ' if ok else 'FAIL'} {ranks} rank{'s' if ranks > 1 else ''}  {label}: "
               f"{said} ({seconds:.0f} s)", flush=True)
         if not ok:

@@ -20,6 +20,8 @@ def arguments():
 def parser():
     """The command line every script takes; a script adds its own options to it."""
     command_line = argparse.ArgumentParser()
+    command_line.add_argument("--local_rank", type=int, default=-1,
+                              help="passed by DeepSpeed's launcher (`deepspeed train.py`)")
     command_line.add_argument("--gas", type=int, default=4)
     command_line.add_argument("--micro-batch", type=int, default=4)
     command_line.add_argument("--steps", type=int, default=6)
