@@ -5,20 +5,23 @@ sitecustomize.py calls patch_deepspeed() when the script imports deepspeed. From
 optimizer steps (TRAINREPRO_WATCH_STEPS) each window (the micro-steps up to an optimizer step)
 records
   - the weights at the window's start (the fp32 masters, full: DeepSpeed's own
-    safe_get_full_fp32_param at ZeRO 1-2),
+    safe_get_full_fp32_param at ZeRO 1-3),
   - what each micro-step's forward received (tensors, and dicts, lists and tuples of them),
   - the loss function the loop applied to the forward's outputs (torch.nn.functional's
     cross_entropy or mse_loss, also through nn.CrossEntropyLoss / nn.MSELoss) and its target,
   - the loss the loop passed to backward,
   - the gradients DeepSpeed accumulated, at the boundary before the optimizer step (before
-    clipping; safe_get_full_grad at ZeRO 1-2),
+    clipping; safe_get_full_grad at ZeRO 1-3),
   - the order of the loop's calls (forward, backward, step, zero_grad, optimizer.step, the
     scheduler's step, a direct loss.backward()).
 When a window closes, the golden's pieces are computed from the window's start weights in float64
 (torch.func.functional_call over the same module, nothing of the user's changed): for every
 micro-batch the gradient of its summed loss and its items (targets counted, ignore_index left
 out). trainrepro adds them up over micro-batches and ranks into the golden and the hypotheses
-(harness/watch/judge_watched.cpp).
+(harness/watch/judge_watched.cpp). At ZeRO 3 the module's parameters are partitions: the frozen
+ones are gathered for the golden (the trainable ones are the recorded full weights), and
+DeepSpeed's own module hooks, which would gather and release partitions around every
+submodule, are set aside while the float64 copy runs.
 
 Memory, for the first M optimizer steps (TRAINREPRO_WATCH_MEMORY_STEPS, 0: none): at every
 boundary the census of `run --engine deepspeed` (memory_census.py: the live tensors by birth step,
@@ -30,6 +33,7 @@ or the process exits, and rank<R>.memory.json when the M steps are sampled or th
 each atomically.
 """
 import atexit
+import contextlib
 import functools
 import inspect
 import json
@@ -161,6 +165,11 @@ def _write_failure(reason, trace):
          "failure": reason, "traceback": trace}).encode())
 
 
+def _defined_by_deepspeed(hook):
+    function = getattr(hook, "func", hook)  # functools.partial
+    return getattr(function, "__module__", "").startswith("deepspeed.")
+
+
 def _write_initialize_raised(error):
     rank, world = _rank_and_world()
     _write_atomically(os.path.join(_settings()["dir"], f"rank{rank}.json"), json.dumps(
@@ -253,9 +262,6 @@ class Watcher:
         self.finished = False
         self._pending_gradients = None
         self.golden_not_computed = ""
-        if self.zero_stage == 3:
-            self.golden_not_computed = ("ZeRO stage 3 partitions the module's parameters: the "
-                                        "float64 copy of the model is not built there yet")
         self._patch(engine, "forward", self._forward)
         self._module_hooks = [
             engine.module.register_forward_pre_hook(self._module_forward_begins, with_kwargs=True),
@@ -504,8 +510,8 @@ class Watcher:
             if self.zero_stage == 0:  # fp32 trains the module's own; bf16/fp16 a master copy
                 return [(p if p.dtype == self._torch.float32 else safe_get_full_fp32_param(p))
                         .detach().double().clone() for _, p in self.named]
-            if self.zero_stage == 3:
-                return None
+            # ZeRO 1-3: the master's partitions gathered (a collective: every rank records its
+            # window's start at the same forward).
             return [safe_get_full_fp32_param(p).double().clone() for _, p in self.named]
 
     def _full_gradients(self):
@@ -544,9 +550,10 @@ class Watcher:
         names = [n for n, _ in self.named]
         weights = {n: w.clone().requires_grad_(True) for n, w in zip(names, window["start"])}
         values = dict(weights)
-        for name, p in module.named_parameters():
-            if name not in values:
-                values[name] = p.detach().double()
+        frozen = [(name, p) for name, p in module.named_parameters() if name not in values]
+        with self._gathered([p for _, p in frozen]):
+            for name, p in frozen:
+                values[name] = p.detach().double().clone()
         for name, b in module.named_buffers():
             values[name] = b.detach().double() if b.is_floating_point() else b.detach()
         to64 = lambda t: t.double() if t.is_floating_point() else t  # noqa: E731
@@ -561,7 +568,7 @@ class Watcher:
             if loss["weighted"] or loss["label_smoothing"]:
                 raise ValueError(f"micro-step {i}'s {loss['name']} has class weights or label "
                                  "smoothing, which the golden does not follow yet")
-            with torch.enable_grad():
+            with torch.enable_grad(), self._without_deepspeed_module_hooks():
                 outputs = functional_call(module, values, _map_tensors(micro["args"], to64),
                                           _map_tensors(micro["kwargs"], to64))
                 source = _select(outputs, loss["output"]).reshape(loss["input_shape"])
@@ -577,6 +584,39 @@ class Watcher:
                            "gradients": [torch.zeros_like(weights[n]) if g is None else g.detach()
                                          for n, g in zip(names, grads)]})
         return pieces
+
+    def _gathered(self, parameters):
+        """The parameters whole while inside: at ZeRO 3 DeepSpeed's GatheredParameters (a
+        collective: every rank computes its golden at the same point), else as they are."""
+        if self.zero_stage != 3 or not parameters:
+            return contextlib.nullcontext()
+        return self._deepspeed.zero.GatheredParameters(parameters)
+
+    @contextlib.contextmanager
+    def _without_deepspeed_module_hooks(self):
+        """At ZeRO 3 DeepSpeed hooks every submodule to gather its partitioned parameters before
+        the forward and release them after; the golden's float64 copy brings its own whole
+        weights, so those hooks (and only those: the model's own stay) are set aside while it
+        runs, and put back."""
+        if self.zero_stage != 3:
+            yield
+            return
+        kept = []
+        for submodule in self.engine.module.modules():
+            for attribute in ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks",
+                              "_backward_pre_hooks"):
+                hooks = getattr(submodule, attribute, None)
+                if not hooks or not any(map(_defined_by_deepspeed, hooks.values())):
+                    continue
+                kept.append((hooks, list(hooks.items())))  # put back in their order
+                for key in [k for k, hook in hooks.items() if _defined_by_deepspeed(hook)]:
+                    del hooks[key]
+        try:
+            yield
+        finally:
+            for hooks, items in kept:
+                hooks.clear()
+                hooks.update(items)
 
     def _summed_loss(self, loss, source, rows, i):
         """The micro-batch's loss summed over its items, and its items, as --loss defines the
@@ -631,6 +671,9 @@ class Watcher:
         """--save-scenario: the model at the first window's start weights, traced to TorchScript
         (rank<R>.model.pt); why not when it does not trace."""
         import copy
+        if self.zero_stage == 3:
+            return ("ZeRO stage 3 partitions the module's parameters: the model is not traced "
+                    "there yet")
         try:
             model = copy.deepcopy(self.engine.module).float()
             named = dict(model.named_parameters())

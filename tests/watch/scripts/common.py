@@ -27,6 +27,9 @@ def parser():
     command_line.add_argument("--steps", type=int, default=6)
     command_line.add_argument("--no-gas-in-config", action="store_true")
     command_line.add_argument("--zero", type=int, default=0)
+    command_line.add_argument("--persistence-threshold", type=int,
+                              help="stage3_param_persistence_threshold (0: every parameter "
+                                   "partitioned; DeepSpeed's default 1e5 keeps this model's whole)")
     command_line.add_argument("--scheduler", action="store_true", help="WarmupLR in the config")
     return command_line
 
@@ -50,6 +53,9 @@ def ds_config(args, **extra):
     config = {"train_micro_batch_size_per_gpu": args.micro_batch,
               "optimizer": {"type": "AdamW", "params": {"lr": 1e-3}},
               "gradient_clipping": 0.0, "zero_optimization": {"stage": args.zero}}
+    if args.persistence_threshold is not None:
+        config["zero_optimization"]["stage3_param_persistence_threshold"] = \
+            args.persistence_threshold
     if args.scheduler:
         config["scheduler"] = {"type": "WarmupLR",
                                "params": {"warmup_num_steps": 10, "warmup_max_lr": 1e-3}}

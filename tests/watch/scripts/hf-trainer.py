@@ -45,6 +45,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--per-micro-batch-mean", action="store_true")
     parser.add_argument("--steps", type=int, default=4)
+    parser.add_argument("--zero", type=int, default=0, help="the ds_config's ZeRO stage (at 3 "
+                        "with stage3_param_persistence_threshold 0: every parameter partitioned)")
+    parser.add_argument("--no-average-tokens", action="store_true",
+                        help="TrainingArguments(average_tokens_across_devices=False)")
     parser.add_argument("--samples", type=int, default=64,
                         help="the dataset's size: 20 makes each epoch 2 windows and a half")
     parser.add_argument("--model", choices=("llama", "gpt2"), default="llama")
@@ -65,7 +69,9 @@ def main():
     ds_config = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto",
                  "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
                  "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
-                 "zero_optimization": {"stage": 0}}
+                 "zero_optimization": {"stage": args.zero}}
+    if args.zero == 3:
+        ds_config["zero_optimization"]["stage3_param_persistence_threshold"] = 0
     if args.loss_type:
         model.loss_type = args.loss_type
     output_dir = tempfile.mkdtemp(prefix="hf-trainer-")
@@ -75,7 +81,8 @@ def main():
             per_device_train_batch_size=2, gradient_accumulation_steps=4, learning_rate=1e-3,
             max_grad_norm=0.0, train_sampling_strategy="sequential",
             lr_scheduler_type="constant", report_to="none", save_strategy="no",
-            disable_tqdm=True, dataloader_num_workers=0, seed=0, use_cpu=True)
+            disable_tqdm=True, dataloader_num_workers=0, seed=0, use_cpu=True,
+            average_tokens_across_devices=not args.no_average_tokens)
         kind = PerMicroBatchMeanTrainer if args.per_micro_batch_mean else Trainer
         kind(model=model, args=training, train_dataset=Sequences(args.samples)).train()
     finally:
