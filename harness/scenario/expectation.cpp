@@ -51,6 +51,8 @@ const EnumSpellings<DiagnosisKind>& diagnosis_spellings() {
       {DiagnosisKind::unscaled_by_grown_scale, "unscaled_by_grown_scale"},
       {DiagnosisKind::labels_counted_but_not_predicted, "labels_counted_but_not_predicted"},
       {DiagnosisKind::window_closed_early, "window_closed_early"},
+      {DiagnosisKind::scale_wrt_gas_ignored, "scale_wrt_gas_ignored"},
+      {DiagnosisKind::per_rank_token_normalisation, "per_rank_token_normalisation"},
       {DiagnosisKind::tensor_memory_leak, "tensor_memory_leak"},
       {DiagnosisKind::host_memory_leak, "host_memory_leak"},
       {DiagnosisKind::memory_over_budget, "memory_over_budget"},

@@ -38,6 +38,12 @@ enum class DiagnosisKind {
   // A window the loop closed before gradient_accumulation_steps micro-batches (accelerate's
   // accumulate() at the end of the data loader), each still divided by GAS (judged by `watch`)
   window_closed_early,
+  // engine.backward(loss, scale_wrt_gas=False) divided by GAS all the same: DeepSpeed 0.19.8 at
+  // ZeRO 0 when the loss is the tensor the engine's forward returned (judged by `watch`)
+  scale_wrt_gas_ignored,
+  // Each rank divides its window's token loss by its own tokens and DeepSpeed averages the ranks
+  // (transformers' average_tokens_across_devices=False; judged by `watch`)
+  per_rank_token_normalisation,
   reentrant_checkpoint_without_input_grad,  // a checkpointed block fed no input with history
   backward_in_evaluation,  // evaluation's gradients land in the next training step
   training_diverged,       // the run's loss, gradients or parameters became NaN or Inf

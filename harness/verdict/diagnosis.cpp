@@ -249,6 +249,8 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
     }
     case DiagnosisKind::labels_counted_but_not_predicted:  // watch only: needs the model's labels
     case DiagnosisKind::window_closed_early:  // watch only: a scenario's windows are all whole
+    case DiagnosisKind::scale_wrt_gas_ignored:         // watch only: a DeepSpeed bug, not a habit
+    case DiagnosisKind::per_rank_token_normalisation:  // watch only: needs each rank's tokens
     case DiagnosisKind::training_diverged:  // judged from the trace's values, not a hypothesis
     case DiagnosisKind::lr_scheduler_stepped_every_micro_step:
     case DiagnosisKind::scheduler_start_rate_first_group_only:

@@ -41,8 +41,10 @@ struct WindowPieces {
   Gradients last_micro;   // (1/R) sum over ranks of the last micro-batch's mean
   Gradients first_rank_last_micro;  // rank 0's last micro-batch's mean alone
   Gradients first_rank_per_micro;   // the sum of rank 0's micro-batch means alone
+  Gradients per_rank;  // (1/R) sum over ranks of each rank's window divided by its own items
   int64_t items = 0;
   bool items_vary = false;  // micro-batches of different item counts (tokens)
+  bool rank_items_vary = false;  // ranks whose windows hold different item counts
   int64_t labels_counted = 0;  // the forwards' labels not -100 (Hugging Face); 0 when none
 };
 
@@ -54,9 +56,21 @@ WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
   pieces.last_micro = zeros_like(pieces.golden);
   pieces.first_rank_last_micro = zeros_like(pieces.golden);
   pieces.first_rank_per_micro = zeros_like(pieces.golden);
+  pieces.per_rank = zeros_like(pieces.golden);
   const int64_t first_items = ranks.front().windows[w].micro_steps.front().items;
+  int64_t first_rank_items = -1;
   for (const RankRecording& rank : ranks) {
     const std::vector<WatchedMicroStep>& micro_steps = rank.windows[w].micro_steps;
+    Gradients rank_sum = zeros_like(pieces.golden);
+    int64_t rank_items = 0;
+    for (const WatchedMicroStep& micro : micro_steps) {
+      add_scaled(rank_sum, micro.summed_loss_gradients, 1.0);
+      rank_items += micro.items;
+    }
+    add_scaled(pieces.per_rank, rank_sum,
+               1.0 / (world * static_cast<double>(std::max<int64_t>(rank_items, 1))));
+    if (first_rank_items < 0) first_rank_items = rank_items;
+    pieces.rank_items_vary = pieces.rank_items_vary || rank_items != first_rank_items;
     for (size_t i = 0; i < micro_steps.size(); ++i) {
       const WatchedMicroStep& micro = micro_steps[i];
       pieces.items += micro.items;
@@ -100,6 +114,22 @@ std::vector<Hypothesis> hypotheses_for(const RankRecording& rank, size_t w,
   const WatchedWindow& window = rank.windows[w];
   const int64_t micro_steps = static_cast<int64_t>(window.micro_steps.size());
   std::vector<Hypothesis> hypotheses;
+  // The loop asked engine.backward not to divide (scale_wrt_gas=False) with a loss already
+  // averaged over the window, and DeepSpeed divided by G all the same (before the contract's
+  // other readings: with equal micro-batches loss_scaled_twice predicts the same gradient, but
+  // a loop that passes scale_wrt_gas=False has not divided twice).
+  const bool scale_wrt_gas_off =
+      std::any_of(window.micro_steps.begin(), window.micro_steps.end(),
+                  [](const WatchedMicroStep& micro) { return !micro.scale_wrt_gas; });
+  if (scale_wrt_gas_off) {
+    hypotheses.push_back({DiagnosisKind::scale_wrt_gas_ignored, scaled(pieces.golden, 1.0 / g)});
+    if (rank.world_size > 1 && pieces.rank_items_vary) {
+      hypotheses.push_back(
+          {DiagnosisKind::scale_wrt_gas_ignored, scaled(pieces.per_rank, 1.0 / g),
+           ". Besides, each rank divided its loss by its own tokens, not the window's across "
+           "all ranks (transformers: average_tokens_across_devices=False)"});
+    }
+  }
   // A window the loop ended before G micro-batches (engine.set_gradient_accumulation_boundary,
   // as accelerate's accumulate() does at the end of the data loader): engine.backward still
   // divides each micro-batch's loss by G, so the window weighs micro_steps/G of its mean.
@@ -142,6 +172,9 @@ std::vector<Hypothesis> hypotheses_for(const RankRecording& rank, size_t w,
     hypotheses.push_back(
         {DiagnosisKind::per_micro_batch_token_normalisation, scaled(pieces.per_micro, 1.0 / g)});
   }
+  if (rank.world_size > 1 && pieces.rank_items_vary) {
+    hypotheses.push_back({DiagnosisKind::per_rank_token_normalisation, pieces.per_rank});
+  }
   return hypotheses;
 }
 
@@ -169,6 +202,19 @@ std::string explain(DiagnosisKind kind, const RankRecording& rank, size_t w,
              "engine.backward divides it by " + g +
              " again. Fix: remove the loop's own division; engine.backward already scales";
     case DiagnosisKind::loss_not_scaled: {
+      const std::vector<WatchedMicroStep>& micro_steps = rank.windows[w].micro_steps;
+      if (std::any_of(micro_steps.begin(), micro_steps.end(),
+                      [](const WatchedMicroStep& m) { return !m.scale_wrt_gas; })) {
+        return "gradients are " + g + "x the golden's (norm ratio " + ratio +
+               "): the loop passed scale_wrt_gas=False to engine.backward, so DeepSpeed did not "
+               "divide by gradient_accumulation_steps=" + g +
+               ", but each micro-step's loss is its own micro-batch's mean, not its share of the "
+               "window's. transformers' Trainer passes scale_wrt_gas=False and divides nothing "
+               "itself when the model accepts loss kwargs, trusting compute_loss to divide by "
+               "num_items_in_batch (the window's tokens); a custom compute_loss returning the "
+               "model's own per-micro-batch loss breaks that. Fix: in compute_loss, sum the "
+               "token losses and divide by num_items_in_batch";
+      }
       const bool direct = count_calls(rank, w, "loss.backward()") > 0;
       return "gradients are " + g + "x the golden's (norm ratio " + ratio +
              "): the micro-batch losses are summed, not averaged" +
@@ -236,6 +282,26 @@ std::string explain(DiagnosisKind kind, const RankRecording& rank, size_t w,
              "transformers' Trainer divides by the window's own count and passes "
              "scale_wrt_gas=False (transformers PR #35808)";
     }
+    case DiagnosisKind::scale_wrt_gas_ignored:
+      return "the loop passed scale_wrt_gas=False to engine.backward (as transformers' Trainer "
+             "does) with a loss already averaged over the window, yet the gradients are 1/" + g +
+             " of the golden's (norm ratio " + ratio + "): DeepSpeed divided by "
+             "gradient_accumulation_steps=" + g + " all the same. DeepSpeed 0.19.8 does so at "
+             "ZeRO stage 0 when the loss is the very tensor the engine's forward returned (a "
+             "model that computes its loss in its own forward, as Hugging Face models do): the "
+             "backward hook it puts on the forward's outputs divides by " + g +
+             " before engine.backward's own hook marks the graph as not to be divided (measured: "
+             "ZeRO 1-3 scale the loss into a new tensor first and divide nothing). Fix: pass "
+             "engine.backward a new tensor (loss * 1.0), or train at ZeRO 1 or above; with the "
+             "Trainer, keep average_tokens_across_devices=True (its default), whose "
+             "multiplication makes that new tensor";
+    case DiagnosisKind::per_rank_token_normalisation:
+      return "each rank divides its window's token loss by its own tokens and DeepSpeed averages "
+             "the ranks, so a rank with few tokens weighs as much as one with many (norm ratio " +
+             ratio + "): the golden divides the window's summed loss by all " +
+             std::to_string(judged.items) +
+             " tokens of every rank. Fix: divide by the token count summed over the ranks "
+             "(transformers: average_tokens_across_devices=True, its default)";
     case DiagnosisKind::labels_counted_but_not_predicted:
       return "the token loss is divided by " + std::to_string(labels_counted) +
              " labels, but the model predicts only " + std::to_string(judged.items) +

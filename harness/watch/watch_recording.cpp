@@ -171,6 +171,11 @@ RankRecording read_rank(const std::string& json_path) {
       WatchedMicroStep micro;
       micro.has_loss = !recorded.at("loss").is_null();
       if (micro.has_loss) micro.loss = recorded.number("loss");
+      if (recorded.has("scale_wrt_gas")) {
+        const nlohmann::json& scale = recorded.at("scale_wrt_gas");
+        if (!scale.is_boolean()) recorded.fail("scale_wrt_gas", "true or false", scale);
+        micro.scale_wrt_gas = scale.get<bool>();
+      }
       if (recorded.has("labels_counted") && !recorded.at("labels_counted").is_null()) {
         micro.labels_counted = recorded.integer("labels_counted", 0);
       }

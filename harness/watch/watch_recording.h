@@ -22,6 +22,9 @@ inline constexpr int kWatchRecordingFormatVersion = 1;
 struct WatchedMicroStep {
   bool has_loss = false;  // the loop passed a loss to backward
   double loss = 0.0;      // that loss, as the loop scaled it
+  // engine.backward(..., scale_wrt_gas=False): the loop asked DeepSpeed not to divide this
+  // micro-step's loss by gradient_accumulation_steps (as transformers' Trainer does).
+  bool scale_wrt_gas = true;
   std::string loss_function;  // "cross_entropy", "mse_loss"; empty: none seen on the outputs
   // The labels the forward received that are not -100 (a Hugging Face model's `labels`), as the
   // Trainer counts them; -1 when the forward received no labels.

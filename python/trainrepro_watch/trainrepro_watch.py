@@ -414,6 +414,10 @@ class Watcher:
             self.calls.append("engine.backward()")
             if self.micro is not None:
                 self.micro["loss"] = float(loss.detach().float())
+                # engine.backward(loss, retain_graph, scale_wrt_gas): False asks DeepSpeed not
+                # to divide by gradient_accumulation_steps (transformers' Trainer passes it).
+                scale = kwargs.get("scale_wrt_gas", args[1] if len(args) > 1 else True)
+                self.micro["scale_wrt_gas"] = bool(scale)
         self.inside.add("engine.backward")
         try:
             return original(loss, *args, **kwargs)
@@ -711,6 +715,7 @@ class Watcher:
                 labels = micro["kwargs"].get("labels") if isinstance(micro["kwargs"], dict) \
                     else None
                 entry = {"loss": micro["loss"],
+                         "scale_wrt_gas": micro.get("scale_wrt_gas", True),
                          # Hugging Face's labels, as the Trainer counts them (num_items_in_batch)
                          "labels_counted": int((labels != -100).sum())
                          if isinstance(labels, self._torch.Tensor) else None,

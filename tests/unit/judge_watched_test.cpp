@@ -123,6 +123,71 @@ TEST(JudgeWatched, AWindowTheLoopClosedEarlyIsNamedOnlyWhenShort) {
   EXPECT_FALSE(judge_watched(closed_early(1, 4, 4), std::nullopt).found_something());
 }
 
+// The Trainer's loop: each micro-step's loss is its share of the window (summed token losses
+// over the window's tokens), passed with scale_wrt_gas=False; `divided` is what DeepSpeed then
+// divides by (1: nothing, as promised; GAS: the ZeRO 0 accident). per_rank: each rank divides by
+// its own tokens instead of the window's across ranks.
+std::vector<RankRecording> trainer_like(int64_t ranks, std::vector<std::vector<int64_t>> items,
+                                        double divided, bool per_rank, bool flag = true) {
+  std::vector<RankRecording> result;
+  for (int64_t r = 0; r < ranks; ++r) {
+    result.push_back(recorded(1, 4, 1.0, items[static_cast<size_t>(r)])[0]);
+    result.back().rank = r;
+    result.back().world_size = ranks;
+    result.back().resolved.train_batch_size = ranks * 16;
+  }
+  int64_t all_items = 0;
+  for (int64_t r = 0; r < ranks; ++r) {
+    for (int64_t n : items[static_cast<size_t>(r)]) all_items += n;
+  }
+  std::vector<at::Tensor> run = {at::zeros({3, 2}, at::kDouble), at::zeros({2}, at::kDouble)};
+  for (size_t r = 0; r < result.size(); ++r) {
+    int64_t rank_items = 0;
+    for (int64_t n : items[r]) rank_items += n;
+    for (WatchedMicroStep& micro : result[r].windows[0].micro_steps) {
+      micro.scale_wrt_gas = !flag;
+      for (size_t p = 0; p < 2; ++p) {
+        // DeepSpeed averages the ranks; the Trainer multiplies by the ranks when it averages
+        // tokens across them, so the window's loss is the sum over all tokens / all tokens.
+        const double denominator = per_rank ? static_cast<double>(rank_items * ranks)
+                                            : static_cast<double>(all_items);
+        run[p] = run[p] + micro.summed_loss_gradients[p] / denominator / divided;
+      }
+    }
+  }
+  for (RankRecording& rank : result) rank.windows[0].run_gradients = run;
+  return result;
+}
+
+TEST(JudgeWatched, ScaleWrtGasFalseDividedAllTheSameIsNamedByTheFlag) {
+  const std::vector<std::vector<int64_t>> items = {{3, 9, 5, 1}, {4, 2, 7, 6}};
+  // Promised and kept: the golden.
+  EXPECT_FALSE(judge_watched(trainer_like(1, items, 1.0, false), std::nullopt).found_something());
+  // Divided by GAS all the same, on 1 rank and (each rank by its own tokens) on 2.
+  for (int64_t ranks : {1, 2}) {
+    const WatchJudgement judged = judge_watched(trainer_like(ranks, items, 4.0, ranks > 1),
+                                                std::nullopt);
+    ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
+    EXPECT_EQ(*judged.diagnosis, DiagnosisKind::scale_wrt_gas_ignored) << judged.explanation;
+  }
+  // Equal micro-batches without the flag: the same gradient is the loop dividing twice.
+  const WatchJudgement twice =
+      judge_watched(trainer_like(1, {{4, 4, 4, 4}}, 4.0, false, false), std::nullopt);
+  ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
+  EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
+}
+
+TEST(JudgeWatched, EachRankDividingByItsOwnTokensIsPerRankNormalisation) {
+  const WatchJudgement judged =
+      judge_watched(trainer_like(2, {{3, 9, 5, 1}, {4, 2, 7, 6}}, 1.0, true), std::nullopt);
+  ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
+  EXPECT_EQ(*judged.diagnosis, DiagnosisKind::per_rank_token_normalisation);
+  // Ranks with the same token count: dividing by one's own is dividing by the window's.
+  EXPECT_FALSE(judge_watched(trainer_like(2, {{3, 9, 5, 1}, {9, 3, 1, 5}}, 1.0, true),
+                             std::nullopt)
+                   .found_something());
+}
+
 TEST(JudgeWatched, AGradientNoMistakeExplainsIsUnexplainedNotPassed) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
   ranks[0].windows[0].run_gradients[1] = ranks[0].windows[0].run_gradients[1] * 1.5;
