@@ -132,8 +132,9 @@ std::vector<Hypothesis> hypotheses_for(const RankRecording& rank, size_t w,
   }
   // A window the loop ended before G micro-batches (engine.set_gradient_accumulation_boundary,
   // as accelerate's accumulate() does at the end of the data loader): engine.backward still
-  // divides each micro-batch's loss by G, so the window weighs micro_steps/G of its mean.
-  if (micro_steps < gas) {
+  // divides each micro-batch's loss by G, so the window weighs micro_steps/G of its mean. Only
+  // where the engine stepped: a window the loop's own optimizer.step() closed is that habit's.
+  if (micro_steps < gas && window.closed_by == "engine.step()") {
     hypotheses.push_back({DiagnosisKind::window_closed_early, scaled(pieces.per_micro, 1.0 / g)});
   }
   if (count_calls(rank, w, "engine.step()") < micro_steps && micro_steps > gas) {

@@ -165,6 +165,23 @@ def _write_failure(reason, trace):
          "failure": reason, "traceback": trace}).encode())
 
 
+def _calling(module, function):
+    """A module holding MODULE whose forward calls FUNCTION: torch.func.functional_call over it
+    swaps MODULE's parameters and buffers for the whole call, not only MODULE's forward. (Made
+    here, not at import: this file is loaded before the script imports torch.)"""
+    import torch
+
+    class Calling(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.module = module
+
+        def forward(self):
+            return function()
+
+    return Calling()
+
+
 def _defined_by_deepspeed(hook):
     function = getattr(hook, "func", hook)  # functools.partial
     return getattr(function, "__module__", "").startswith("deepspeed.")
@@ -572,9 +589,8 @@ class Watcher:
             if loss["weighted"] or loss["label_smoothing"]:
                 raise ValueError(f"micro-step {i}'s {loss['name']} has class weights or label "
                                  "smoothing, which the golden does not follow yet")
-            with torch.enable_grad(), self._without_deepspeed_module_hooks():
-                outputs = functional_call(module, values, _map_tensors(micro["args"], to64),
-                                          _map_tensors(micro["kwargs"], to64))
+            def forward_and_backward(args=micro["args"], kwargs=micro["kwargs"], loss=loss, i=i):
+                outputs = module(*_map_tensors(args, to64), **_map_tensors(kwargs, to64))
                 source = _select(outputs, loss["output"]).reshape(loss["input_shape"])
                 if source.dtype != torch.float64:
                     raise ValueError(f"the model's output {loss['output']} is "
@@ -584,6 +600,14 @@ class Watcher:
                 summed, items = self._summed_loss(loss, source, rows, i)
                 grads = torch.autograd.grad(summed, [weights[n] for n in names],
                                             allow_unused=True)
+                return summed, items, grads
+
+            # The backward runs while the float64 weights are still swapped in: a checkpointed
+            # block (gradient checkpointing) runs its forward again inside the backward.
+            with torch.enable_grad(), self._without_deepspeed_module_hooks():
+                summed, items, grads = functional_call(
+                    _calling(module, forward_and_backward),
+                    {f"module.{name}": value for name, value in values.items()}, ())
             pieces.append({"items": items, "loss_sum": float(summed.detach()),
                            "gradients": [torch.zeros_like(weights[n]) if g is None else g.detach()
                                          for n, g in zip(names, grads)]})

@@ -121,6 +121,13 @@ TEST(JudgeWatched, AWindowTheLoopClosedEarlyIsNamedOnlyWhenShort) {
   EXPECT_EQ(*judge_watched(closed_early(1, 4, 3), std::nullopt).diagnosis,
             DiagnosisKind::window_closed_early);
   EXPECT_FALSE(judge_watched(closed_early(1, 4, 4), std::nullopt).found_something());
+  // One micro-step closed by the loop's own optimizer.step() predicts the same gradient, and is
+  // that habit, not a short window.
+  std::vector<RankRecording> stepped = closed_early(1, 4, 1);
+  stepped[0].windows[1].closed_by = "optimizer.step()";
+  const WatchJudgement judged = judge_watched(stepped, std::nullopt);
+  ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
+  EXPECT_EQ(*judged.diagnosis, DiagnosisKind::optimizer_every_micro_step);
 }
 
 // The Trainer's loop: each micro-step's loss is its share of the window (summed token losses

@@ -47,6 +47,8 @@ def main():
     parser.add_argument("--steps", type=int, default=4)
     parser.add_argument("--zero", type=int, default=0, help="the ds_config's ZeRO stage (at 3 "
                         "with stage3_param_persistence_threshold 0: every parameter partitioned)")
+    parser.add_argument("--gradient-checkpointing", action="store_true",
+                        help="TrainingArguments(gradient_checkpointing=True)")
     parser.add_argument("--no-average-tokens", action="store_true",
                         help="TrainingArguments(average_tokens_across_devices=False)")
     parser.add_argument("--samples", type=int, default=64,
@@ -82,7 +84,8 @@ def main():
             max_grad_norm=0.0, train_sampling_strategy="sequential",
             lr_scheduler_type="constant", report_to="none", save_strategy="no",
             disable_tqdm=True, dataloader_num_workers=0, seed=0, use_cpu=True,
-            average_tokens_across_devices=not args.no_average_tokens)
+            average_tokens_across_devices=not args.no_average_tokens,
+            gradient_checkpointing=args.gradient_checkpointing)
         kind = PerMicroBatchMeanTrainer if args.per_micro_batch_mean else Trainer
         kind(model=model, args=training, train_dataset=Sequences(args.samples)).train()
     finally:
