@@ -8,9 +8,12 @@ the wrappers left). Then the census alone, the part of a memory-sampled step tha
 the same loop unwatched calls memory_census.py itself at every boundary from step 6 and times
 each call; reported as the median census over the median step of that run.
 
---model perf is the GPT of scenarios/perf/gpt-adamw-zero1.json (width 48, 2 layers, 64 tokens,
-32 positions, micro batch 4, GAS 2); --model wide (the default) is width 128, vocabulary 256,
-micro batch 8.
+--model perf is scenarios/perf/gpt-adamw-zero1.json as trainrepro's DeepSpeed worker trains it:
+the zoo's GPT (python/trainrepro_worker/zoo.py, the reference engine's model: width 48, 2 layers,
+64 tokens, 32 positions), the scenario's token_sequences data (8-32 tokens), its ds_config
+verbatim (ZeRO 1, micro batch 4, GAS 2, AdamW). Until 2026-12-05 it was a torch
+TransformerEncoder of that size at ZeRO 0, which was not the scenario. --model wide (the
+default) is that TransformerEncoder at width 128, vocabulary 256, micro batch 8, ZeRO 0.
 
 Usage: python3 bench/watch/watch_overhead.py TRAINREPRO PYTHON [--pairs 3] [--steps 80]
                                              [--model wide|perf]
@@ -25,14 +28,14 @@ import subprocess
 import sys
 import tempfile
 
-SCRIPT = r'''
+SCRIPT = r"""
 import json, os, sys, time
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
 import deepspeed, torch
 import torch.nn.functional as F
 torch.set_num_threads(1)
-steps, vocabulary, width, micro_batch = (int(a) for a in sys.argv[1:5])
-census_folder = sys.argv[5] if len(sys.argv) > 5 else None
+steps, model_kind, census_folder = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+with_census = len(sys.argv) > 4
 torch.manual_seed(0)
 
 class Gpt(torch.nn.Module):
@@ -50,24 +53,57 @@ class Gpt(torch.nn.Module):
         return self.head(self.blocks(self.embed(ids) + self.position, mask=self.mask,
                                      is_causal=True))
 
-model = Gpt(vocabulary, width)
-engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config={
-    "train_micro_batch_size_per_gpu": micro_batch, "gradient_accumulation_steps": 2,
-    "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}, "gradient_clipping": 0.0})
-generator = torch.Generator().manual_seed(1)
+if model_kind == "wide":
+    vocabulary, width, micro_batch = 256, 128, 8
+    model = Gpt(vocabulary, width)
+    config = {"train_micro_batch_size_per_gpu": micro_batch, "gradient_accumulation_steps": 2,
+              "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}, "gradient_clipping": 0.0}
+    generator = torch.Generator().manual_seed(1)
+
+    def micro_batches():
+        while True:
+            ids = torch.randint(0, vocabulary, (micro_batch, 33), generator=generator)
+            yield ids[:, :-1], ids[:, 1:]
+
+    def loss_of(outputs, targets):
+        return F.cross_entropy(outputs.reshape(-1, vocabulary), targets.reshape(-1))
+else:
+    # The perf scenario as trainrepro's DeepSpeed worker trains it: the zoo's GPT (the
+    # reference engine's, models/gpt_model.cpp), its token_sequences data, its ds_config
+    # verbatim, each micro-batch's loss the mean over its counted tokens.
+    sys.path.insert(0, census_folder)
+    import zoo
+    scenario = json.load(open(model_kind))
+    model = zoo.build_model_with_defaults(scenario["model"])
+    config = scenario["deepspeed"]
+    micro_batch = config["train_micro_batch_size_per_gpu"]
+    source = zoo.SampleSource(zoo.data_with_defaults(scenario["data"]))
+
+    def micro_batches():
+        begin = 0
+        while True:
+            batch = source.samples(begin, begin + micro_batch)
+            begin += micro_batch
+            yield batch.inputs, batch
+
+    def loss_of(outputs, batch):
+        return zoo.Gpt.loss_sum(outputs, batch) / batch.items
+
+engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                       config=config)
 census, census_times = None, []
 times, started = [], time.perf_counter()
+batches = micro_batches()
 while engine.global_steps < steps:
-    ids = torch.randint(0, vocabulary, (micro_batch, 33), generator=generator)
-    logits = engine(ids[:, :-1])
-    loss = F.cross_entropy(logits.reshape(-1, vocabulary), ids[:, 1:].reshape(-1))
+    inputs, targets = next(batches)
+    loss = loss_of(engine(inputs), targets)
     engine.backward(loss)
     before = engine.global_steps
     engine.step()
     if engine.global_steps > before:
         now = time.perf_counter()
         times.append(now - started)
-        if census_folder and engine.global_steps == 5:
+        if with_census and engine.global_steps == 5:
             sys.path.insert(0, census_folder)
             import memory_census
             census = memory_census.MemoryCensus(lambda: [])
@@ -78,7 +114,7 @@ while engine.global_steps < steps:
         started = time.perf_counter()
 print("STEP_TIMES " + json.dumps(times))
 print("CENSUS_TIMES " + json.dumps(census_times))
-'''
+"""
 
 
 def timings(command):
@@ -95,7 +131,8 @@ def timings(command):
     return found
 
 
-MODELS = {"wide": (256, 128, 8), "perf": (64, 48, 4)}  # vocabulary, width, micro batch
+PERF_SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                             "scenarios", "perf", "gpt-adamw-zero1.json")
 
 
 def main():
@@ -106,7 +143,7 @@ def main():
     parser.add_argument("--steps", type=int, default=80)
     parser.add_argument("--watched-steps", type=int, default=4)
     parser.add_argument("--memory-steps", type=int, default=40)
-    parser.add_argument("--model", choices=sorted(MODELS), default="wide")
+    parser.add_argument("--model", choices=("wide", "perf"), default="wide")
     options = parser.parse_args()
     census_folder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                  "python", "trainrepro_worker")
@@ -116,7 +153,7 @@ def main():
             out.write(SCRIPT)
         launch = [options.python, "-m", "torch.distributed.run", "--standalone",
                   "--nproc_per_node", "1", script, str(options.steps),
-                  *(str(v) for v in MODELS[options.model])]
+                  PERF_SCENARIO if options.model == "perf" else "wide", census_folder]
         watch = [os.path.abspath(options.trainrepro), "watch", "--steps",
                  str(options.watched_steps), "--memory-steps", str(options.memory_steps), "--"]
         phases = {"judged steps": (1, options.watched_steps),
@@ -127,7 +164,7 @@ def main():
         for pair in range(options.pairs):
             plain = timings(launch)["STEP_TIMES"]
             watched = timings(watch + launch)["STEP_TIMES"]
-            alone = timings(launch + [census_folder])
+            alone = timings(launch + ["with-census"])
             census_shares.append(statistics.median(alone["CENSUS_TIMES"]) /
                                  statistics.median(alone["STEP_TIMES"][6:]))
             for name, (first, last) in phases.items():
