@@ -586,9 +586,9 @@ class Watcher:
                     f"micro-step {i}'s loss was not computed by torch.nn.functional's "
                     "cross_entropy or mse_loss (or nn.CrossEntropyLoss / nn.MSELoss) on the "
                     "outputs of engine(...)")
-            if loss["weighted"] or loss["label_smoothing"]:
-                raise ValueError(f"micro-step {i}'s {loss['name']} has class weights or label "
-                                 "smoothing, which the golden does not follow yet")
+            if loss["weighted"]:
+                raise ValueError(f"micro-step {i}'s {loss['name']} has class weights, which the "
+                                 "golden does not follow yet")
             def forward_and_backward(args=micro["args"], kwargs=micro["kwargs"], loss=loss, i=i):
                 outputs = module(*_map_tensors(args, to64), **_map_tensors(kwargs, to64))
                 source = _select(outputs, loss["output"]).reshape(loss["input_shape"])
@@ -667,10 +667,15 @@ class Watcher:
                 return error.sum(), error.numel()
             return error.reshape(rows, -1).mean(dim=1).sum(), rows
         original = _loss_originals["cross_entropy"]
+        # Label smoothing changes each target's loss, never which targets count: torch's mean
+        # still divides by the targets not ignored.
+        smoothing = loss["label_smoothing"]
         if target.is_floating_point():  # class probabilities: one item per row
-            return original(source, target.double(), reduction="sum"), target.shape[0]
+            return original(source, target.double(), reduction="sum",
+                            label_smoothing=smoothing), target.shape[0]
         ignore = loss["ignore_index"]
-        per_target = original(source, target, reduction="none", ignore_index=ignore)
+        per_target = original(source, target, reduction="none", ignore_index=ignore,
+                              label_smoothing=smoothing)
         counted = target != ignore
         if kind != "samples":
             return per_target.sum(), int(counted.sum())
@@ -691,6 +696,9 @@ class Watcher:
                 loss = micro["loss_function"]
                 if loss is None or loss["output"]:
                     return "the loss is not a torch.nn.functional loss of the forward's output"
+                if loss["label_smoothing"] or loss["weighted"]:
+                    return ("the loss has label smoothing or class weights, which a scenario's "
+                            "loss does not have")
                 tensors[f"window{w}/micro{i}/inputs"] = args[0]
                 tensors[f"window{w}/micro{i}/targets"] = loss["target"]
         return ""
