@@ -135,4 +135,24 @@ TensorComparison compare_with_twin(const std::string& name, const at::Tensor& ac
   return result;
 }
 
+std::vector<TensorComparison> compare_model_with_twin(const std::vector<std::string>& names,
+                                                      const std::vector<at::Tensor>& run,
+                                                      const std::vector<at::Tensor>& twin,
+                                                      const std::vector<at::Tensor>& golden,
+                                                      double factor, double floor) {
+  const auto flat = [](const std::vector<at::Tensor>& tensors) {
+    std::vector<at::Tensor> pieces;
+    for (const at::Tensor& tensor : tensors) pieces.push_back(tensor.to(at::kDouble).reshape({-1}));
+    return at::cat(pieces);
+  };
+  std::vector<TensorComparison> comparisons = {
+      compare_with_twin("whole model (" + std::to_string(names.size()) + " tensors)", flat(run),
+                        flat(twin), flat(golden), factor, floor)};
+  for (size_t i = 0; i < names.size(); ++i) {
+    comparisons.push_back(compare_with_twin(names[i], run[i], twin[i], golden[i], factor, floor));
+    comparisons.back().informational = true;
+  }
+  return comparisons;
+}
+
 }  // namespace trainrepro

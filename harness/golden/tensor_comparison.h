@@ -59,4 +59,13 @@ TensorComparison compare_with_twin(const std::string& name, const at::Tensor& ac
                                    const at::Tensor& twin, const at::Tensor& expected,
                                    double factor, double floor);
 
+// A low-precision model judged whole (all its elements as one vector) against the twin: a
+// tensor of a few elements has too few roundings for an RMS to mean anything on its own. The
+// first comparison is the whole model's and decides; each tensor's follows for information.
+std::vector<TensorComparison> compare_model_with_twin(const std::vector<std::string>& names,
+                                                      const std::vector<at::Tensor>& run,
+                                                      const std::vector<at::Tensor>& twin,
+                                                      const std::vector<at::Tensor>& golden,
+                                                      double factor, double floor);
+
 }  // namespace trainrepro

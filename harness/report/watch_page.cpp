@@ -58,7 +58,7 @@ std::string steps_table(const WatchJudgement& judged) {
             "</td><td>" + figure("%.4g", window.norm_ratio) + "</td><td>" +
             figure("%.6f", window.cosine) + "</td><td>" +
             figure("%.3g", window.relative_error) + "</td><td>" +
-            (window.gradients_match ? "within tolerance" : "differs") + "</td><td class=\"mono tested\">" +
+            html(window_against_golden(window)) + "</td><td class=\"mono tested\">" +
             html(tested) + "</td></tr>\n";
   }
   return "<h2>Each judged step against the golden</h2>\n<p>The golden: a float64 forward and "

@@ -4,6 +4,7 @@
 
 #include "harness/json/json_fields.h"
 #include "harness/report/junit_reporter.h"
+#include "harness/scenario/precision_config.h"
 
 namespace trainrepro {
 namespace {
@@ -25,6 +26,16 @@ const char* diagnosis_name(const std::optional<DiagnosisKind>& kind) {
 }
 
 }  // namespace
+
+std::string window_against_golden(const WatchedWindowJudgement& window) {
+  if (window.twin_relative_error < 0.0 || window.gradients.empty()) {
+    return window.gradients_match ? "within tolerance" : "differs";
+  }
+  const TensorComparison& whole = window.gradients.front();
+  return std::string(window.gradients_match ? "within " : "beyond ") +
+         number("%g", kPrecisionTwinFactor) + "x the bfloat16 twin's RMS error (" +
+         number("%.3g", whole.rms_error) + " vs " + number("%.3g", whole.twin_rms_error) + ")";
+}
 
 std::string watch_console_text(const WatchReport& report) {
   const WatchJudgement& judged = report.judgement;
@@ -53,7 +64,10 @@ std::string watch_console_text(const WatchReport& report) {
             std::to_string(report.ranks) + (report.ranks == 1 ? " rank" : " ranks") + ", " +
             std::to_string(window.items) + " items; against the golden: norm ratio " +
             number("%.4g", window.norm_ratio) + ", cosine " + number("%.6f", window.cosine) +
-            (window.gradients_match ? " (within tolerance)" : "") + "\n";
+            (window.gradients_match || window.twin_relative_error >= 0.0
+                 ? " (" + window_against_golden(window) + ")"
+                 : "") +
+            "\n";
   }
   if (!judged.memory.judged && !judged.memory.not_judged_reason.empty() && report.ranks > 0) {
     text += "    " + judged.memory.not_judged_reason + "\n";
@@ -79,6 +93,10 @@ nlohmann::json watch_results_json(const WatchReport& report) {
     for (const TensorComparison& comparison : window.gradients) {
       gradients.push_back({{"name", comparison.name},
                            {"within_tolerance", comparison.within_tolerance},
+                           {"rms_error", comparison.rms_error},
+                           {"twin_rms_error", comparison.twin_rms_error < 0.0
+                                                  ? nlohmann::json(nullptr)
+                                                  : nlohmann::json(comparison.twin_rms_error)},
                            {"max_abs_error", comparison.max_abs_error},
                            {"norm_ratio", comparison.norm_ratio},
                            {"cosine", comparison.cosine}});
@@ -90,6 +108,9 @@ nlohmann::json watch_results_json(const WatchReport& report) {
                        {"relative_error", window.relative_error},
                        {"norm_ratio", window.norm_ratio},
                        {"cosine", window.cosine},
+                       {"twin_relative_error", window.twin_relative_error < 0.0
+                                                   ? nlohmann::json(nullptr)
+                                                   : nlohmann::json(window.twin_relative_error)},
                        {"gradients", gradients},
                        {"hypotheses", tested}});
   }

@@ -25,6 +25,10 @@ struct WatchReport {
   WatchJudgement judgement;
 };
 
+// How a judged window stood against the golden, in words: "within tolerance" or "differs"
+// (float32); a bfloat16 model's with its RMS error and its precision twin's.
+std::string window_against_golden(const WatchedWindowJudgement& window);
+
 // "failed      watch: torchrun … train.py (4 optimizer steps …)" and the indented lines after it.
 std::string watch_console_text(const WatchReport& report);
 

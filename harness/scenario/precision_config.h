@@ -6,6 +6,7 @@
 // runtime/bf16_optimizer.py, runtime/zero/stage_1_and_2.py, runtime/engine.py
 // _do_optimizer_sanity_check.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 namespace trainrepro {
@@ -61,5 +62,18 @@ struct MixedPrecisionPlan {
 constexpr double kPrecisionTwinFactor = 2.0;
 // tol / 10 of that rule, with tol torch.testing's default atol for float16 and bfloat16.
 constexpr double kPrecisionTwinFloor = 1e-6;
+
+// Half the distance between neighbouring numbers near 1: fp16 keeps 11 significant bits,
+// bf16 8.
+inline double unit_roundoff(Precision precision) {
+  switch (precision) {
+    case Precision::fp16:
+      return std::ldexp(1.0, -11);
+    case Precision::bf16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
+  }
+}
 
 }  // namespace trainrepro

@@ -144,29 +144,6 @@ bool all_within(const std::vector<TensorComparison>& comparisons) {
                      [](const TensorComparison& c) { return c.informational || c.within_tolerance; });
 }
 
-// A low-precision model judged whole (all its elements as one vector) against the twin: a
-// tensor of a few elements has too few roundings for an RMS to mean anything on its own. The
-// first comparison is the whole model's and decides; each tensor's follows for information.
-std::vector<TensorComparison> compare_model_with_twin(const std::vector<std::string>& names,
-                                                      const std::vector<at::Tensor>& run,
-                                                      const std::vector<at::Tensor>& twin,
-                                                      const std::vector<at::Tensor>& golden) {
-  const auto flat = [](const std::vector<at::Tensor>& tensors) {
-    std::vector<at::Tensor> pieces;
-    for (const at::Tensor& tensor : tensors) pieces.push_back(tensor.to(at::kDouble).reshape({-1}));
-    return at::cat(pieces);
-  };
-  std::vector<TensorComparison> comparisons = {
-      compare_with_twin("whole model (" + std::to_string(names.size()) + " tensors)", flat(run),
-                        flat(twin), flat(golden), kPrecisionTwinFactor, kPrecisionTwinFloor)};
-  for (size_t i = 0; i < names.size(); ++i) {
-    comparisons.push_back(compare_with_twin(names[i], run[i], twin[i], golden[i],
-                                            kPrecisionTwinFactor, kPrecisionTwinFloor));
-    comparisons.back().informational = true;
-  }
-  return comparisons;
-}
-
 // DynamicLossScaler raised at its minimum scale (ZeRO stages 1-3): DeepSpeed ends the run.
 Diagnosis diagnose_stopped_run(const Trace& trace, const Plan& plan) {
   Diagnosis diagnosis;
@@ -295,19 +272,6 @@ void diagnose_low_precision_accumulation(const Plan& plan, const Trace& trace,
                                   " refuses it at ZeRO stage 0: use stage 1 or 2"
                             : std::string("at ZeRO stage 1 DeepSpeed then uses BF16_Optimizer")) +
       "), or accumulate fewer micro-steps";
-}
-
-// Half the distance between neighbouring numbers near 1: fp16 keeps 11 significant bits,
-// bf16 8.
-double unit_roundoff(Precision precision) {
-  switch (precision) {
-    case Precision::fp16:
-      return std::ldexp(1.0, -11);
-    case Precision::bf16:
-      return std::ldexp(1.0, -8);
-    default:
-      return std::ldexp(1.0, -24);
-  }
 }
 
 // Whether FP16_Optimizer's zero-gradient step at construction leaves a trace: Adam's step count
@@ -572,12 +536,14 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
     if (twin_judged) {
       const OptimizerStepRecord& twin = precision_twin->steps[s];
       if (!run.skipped) {
-        step.gradients = compare_model_with_twin(golden.parameter_names, run.gradients,
-                                                 twin.gradients, reference.gradients);
+        step.gradients =
+            compare_model_with_twin(golden.parameter_names, run.gradients, twin.gradients,
+                                    reference.gradients, kPrecisionTwinFactor, kPrecisionTwinFloor);
         track_worst(step.gradients.front());
       }
-      step.parameters = compare_model_with_twin(golden.parameter_names, run.parameters,
-                                                twin.parameters, reference.parameters);
+      step.parameters =
+          compare_model_with_twin(golden.parameter_names, run.parameters, twin.parameters,
+                                  reference.parameters, kPrecisionTwinFactor, kPrecisionTwinFloor);
       track_worst(step.parameters.front());
     }
     step.gradients_match = all_within(step.gradients);

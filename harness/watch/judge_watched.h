@@ -26,6 +26,10 @@ struct WatchedWindowJudgement {
   double relative_error = 0.0;  // ||run - golden|| / ||golden||, the whole model
   double norm_ratio = 1.0;      // ||run|| / ||golden||
   double cosine = 1.0;
+  // A bfloat16 model: ||twin - golden|| / ||golden||, the precision's own error (-1: float32).
+  // Its gradients pass within kPrecisionTwinFactor x the twin's RMS error, the whole model as
+  // one vector (gradients.front(); each tensor's follows for information).
+  double twin_relative_error = -1.0;
   std::vector<TensorComparison> gradients;
   std::vector<HypothesisResult> tested;  // when it mismatched
 };

@@ -147,6 +147,9 @@ RankRecording read_rank(const std::string& json_path) {
   rank.resolved.gradient_clipping = resolved.number("gradient_clipping");
   rank.resolved.zero_stage = resolved.integer("zero_stage", 0);
   rank.resolved.dtype = resolved.text("dtype");
+  if (resolved.has("grad_accum_dtype") && !resolved.at("grad_accum_dtype").is_null()) {
+    rank.resolved.grad_accum_dtype = resolved.text("grad_accum_dtype");
+  }
   rank.parameter_names = json.texts("parameter_names");
   rank.calls = json.texts("calls");
   rank.golden_not_computed = json.text("golden_not_computed");
@@ -188,6 +191,12 @@ RankRecording read_rank(const std::string& json_path) {
         micro.summed_loss_gradients =
             tensors_named(tensors, prefix + "micro" + std::to_string(i) + "/",
                           rank.parameter_names, tensors_path);
+        const std::string twin = prefix + "twin" + std::to_string(i) + "/";
+        if (!rank.parameter_names.empty() &&
+            tensors.tensors.count(twin + rank.parameter_names.front())) {
+          micro.twin_summed_loss_gradients =
+              tensors_named(tensors, twin, rank.parameter_names, tensors_path);
+        }
       }
       const std::string saved = prefix + "micro" + std::to_string(i) + "/";
       const auto inputs = tensors.tensors.find(saved + "inputs");

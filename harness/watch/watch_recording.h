@@ -35,6 +35,10 @@ struct WatchedMicroStep {
   int64_t items = 0;
   double loss_sum = 0.0;
   std::vector<at::Tensor> summed_loss_gradients;
+  // A bfloat16 model's precision twin of that piece: the same gradient computed in bfloat16 (at
+  // the start weights rounded to bfloat16, the loop's own inputs), held as float64. Empty for a
+  // float32 model.
+  std::vector<at::Tensor> twin_summed_loss_gradients;
   // --save-scenario: the forward's one input tensor and the loss's target, as recorded (float64;
   // undefined when not saved).
   at::Tensor saved_inputs;
@@ -55,6 +59,9 @@ struct WatchedResolution {  // what DeepSpeed resolved from the user's config
   double gradient_clipping = 0.0;
   int64_t zero_stage = 0;
   std::string dtype;  // the module's parameters: "float32", "bfloat16", "float16"
+  // The dtype DeepSpeed sums a window's micro-steps in (engine.get_data_types()); empty when
+  // the recording does not say.
+  std::string grad_accum_dtype;
 };
 
 struct RankRecording {

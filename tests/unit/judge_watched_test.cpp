@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/scenario/precision_config.h"
 #include "harness/watch/judge_watched.h"
 #include "harness/watch/watch_recording.h"
 
@@ -218,10 +219,101 @@ TEST(JudgeWatched, AnIntendedBatchTheConfigMissesIsNoAccumulation) {
       << judged.explanation;
 }
 
+// The recording of a bfloat16 model. Each piece's precision twin is the piece as bfloat16
+// computes it: `compute_error` unit roundoffs of relative error (a forward and backward in
+// bfloat16 err by several; measured on the classifier of tests/watch: the twin 0.6-0.9 % of the
+// gradient) and rounded. The run is what DeepSpeed makes of those same micro-step gradients when
+// it sums them in bfloat16: each micro-batch's mean times loop_factor / (GAS x ranks), rounded,
+// added into a rounded running sum.
+std::vector<RankRecording> in_bfloat16(std::vector<RankRecording> ranks, double loop_factor,
+                                       double compute_error = 8.0) {
+  const auto bf16 = [](const at::Tensor& t) { return t.to(at::kBFloat16).to(at::kDouble); };
+  const double gas = static_cast<double>(ranks[0].resolved.gradient_accumulation_steps);
+  const double roundoff = unit_roundoff(Precision::bf16);
+  std::vector<at::Tensor> run = {at::zeros({3, 2}, at::kDouble), at::zeros({2}, at::kDouble)};
+  for (RankRecording& rank : ranks) {
+    rank.resolved.dtype = "bfloat16";
+    rank.resolved.grad_accum_dtype = "bfloat16";
+    for (WatchedMicroStep& micro : rank.windows[0].micro_steps) {
+      for (size_t p = 0; p < 2; ++p) {
+        const at::Tensor& exact = micro.summed_loss_gradients[p];
+        const at::Tensor twin =
+            bf16(exact * (1.0 + compute_error * roundoff * at::randn_like(exact)));
+        micro.twin_summed_loss_gradients.push_back(twin);
+        const at::Tensor share =
+            twin / micro.items * loop_factor / (gas * static_cast<double>(ranks.size()));
+        run[p] = bf16(run[p] + bf16(share));
+      }
+    }
+  }
+  for (RankRecording& rank : ranks) rank.windows[0].run_gradients = run;
+  return ranks;
+}
+
+TEST(JudgeWatched, ABfloat16RunIsJudgedAgainstItsPrecisionTwin) {
+  for (int64_t ranks : {1, 2}) {
+    const WatchJudgement judged = judge_watched(in_bfloat16(recorded(ranks, 4, 1.0), 1.0),
+                                                std::nullopt);
+    ASSERT_TRUE(judged.judged) << judged.not_judged_reason;
+    EXPECT_FALSE(judged.found_something()) << judged.explanation;
+    const WatchedWindowJudgement& window = judged.windows[0];
+    EXPECT_GT(window.twin_relative_error, 0.0);
+    // Not within float32's tolerance: the precision twin is what lets it pass.
+    EXPECT_GT(window.relative_error, 1e-4);
+    EXPECT_EQ(window.gradients.front().name, "whole model (2 tensors)");
+    EXPECT_LE(window.gradients.front().rms_error,
+              kPrecisionTwinFactor * window.gradients.front().twin_rms_error);
+  }
+  const WatchJudgement twice = judge_watched(in_bfloat16(recorded(2, 4, 1.0), 0.25), std::nullopt);
+  ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
+  EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
+  // A gradient 10 % off in one tensor is beyond bfloat16's noise here, and no mistake's.
+  std::vector<RankRecording> off = in_bfloat16(recorded(1, 4, 1.0), 1.0);
+  off[0].windows[0].run_gradients[0] = off[0].windows[0].run_gradients[0] * 1.1;
+  const WatchJudgement unexplained = judge_watched(off, std::nullopt);
+  EXPECT_TRUE(unexplained.found_something());
+  EXPECT_FALSE(unexplained.diagnosis.has_value()) << unexplained.explanation;
+}
+
+TEST(JudgeWatched, ABfloat16SumOfManyMicroStepsIsLowPrecisionAccumulation) {
+  // 32 micro-steps summed in bfloat16 against a twin that errs little: the running sum's
+  // roundings are most of the run's error (measured with DeepSpeed 0.19.8 at GAS 32: 2.0-2.2x
+  // the twin's in bfloat16, 1.07-1.17x with grad_accum_dtype fp32).
+  // Micro-batches of one task point their gradients the same way: each piece is a shared
+  // gradient plus a little of its own, so the running sum grows with every micro-step.
+  const std::vector<int64_t> items(32, 4);
+  std::vector<RankRecording> ranks = recorded(1, 32, 1.0, items);
+  const std::vector<at::Tensor> shared = ranks[0].windows[0].micro_steps[0].summed_loss_gradients;
+  for (WatchedMicroStep& micro : ranks[0].windows[0].micro_steps) {
+    for (size_t p = 0; p < 2; ++p) {
+      micro.summed_loss_gradients[p] = shared[p] + 0.1 * at::randn_like(shared[p]);
+    }
+  }
+  ranks = in_bfloat16(ranks, 1.0, 1.0);
+  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  ASSERT_TRUE(judged.diagnosis.has_value())
+      << judged.explanation << " relative error " << judged.windows[0].relative_error
+      << ", the twin's " << judged.windows[0].twin_relative_error;
+  EXPECT_EQ(*judged.diagnosis, DiagnosisKind::low_precision_accumulation);
+  EXPECT_NE(judged.explanation.find("32 micro-steps were summed in bfloat16"), std::string::npos)
+      << judged.explanation;
+  EXPECT_NE(judged.explanation.find("refuses it at ZeRO stage 0"), std::string::npos);
+  // Where DeepSpeed summed in float32 the same error has no known cause.
+  ranks[0].resolved.grad_accum_dtype = "float32";
+  const WatchJudgement float32_sum = judge_watched(ranks, std::nullopt);
+  EXPECT_TRUE(float32_sum.found_something());
+  EXPECT_FALSE(float32_sum.diagnosis.has_value()) << float32_sum.explanation;
+}
+
 TEST(JudgeWatched, NoGoldenOrLowPrecisionIsNotJudgedWithWhy) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
-  ranks[0].resolved.dtype = "bfloat16";
+  ranks[0].resolved.dtype = "bfloat16";  // no precision twin recorded
   EXPECT_FALSE(judge_watched(ranks, std::nullopt).judged);
+  std::vector<RankRecording> half = in_bfloat16(ranks, 1.0);
+  half[0].resolved.dtype = "float16";
+  const WatchJudgement fp16 = judge_watched(half, std::nullopt);
+  EXPECT_FALSE(fp16.judged);
+  EXPECT_NE(fp16.not_judged_reason.find("float16"), std::string::npos);
   ranks[0].golden_not_computed = "window 0: the model casts inside its forward";
   const WatchJudgement judged = judge_watched(ranks, std::nullopt);
   EXPECT_NE(judged.not_judged_reason.find("casts inside its forward"), std::string::npos);

@@ -55,6 +55,8 @@ def main():
                         help="the dataset's size: 20 makes each epoch 2 windows and a half")
     parser.add_argument("--model", choices=("llama", "gpt2"), default="llama")
     parser.add_argument("--loss-type", help="set model.loss_type (ForCausalLM: GPT-2's fix)")
+    parser.add_argument("--bf16", action="store_true",
+                        help="TrainingArguments(bf16=True), the ds_config's bf16 enabled \"auto\"")
     args = parser.parse_args()
     torch.set_num_threads(1)
     deepspeed.init_distributed(dist_backend="gloo")
@@ -72,6 +74,8 @@ def main():
                  "gradient_accumulation_steps": "auto", "gradient_clipping": "auto",
                  "optimizer": {"type": "AdamW", "params": {"lr": "auto", "weight_decay": "auto"}},
                  "zero_optimization": {"stage": args.zero}}
+    if args.bf16:
+        ds_config["bf16"] = {"enabled": "auto"}
     if args.zero == 3:
         ds_config["zero_optimization"]["stage3_param_persistence_threshold"] = 0
     if args.loss_type:
@@ -85,7 +89,7 @@ def main():
             lr_scheduler_type="constant", report_to="none", save_strategy="no",
             disable_tqdm=True, dataloader_num_workers=0, seed=0, use_cpu=True,
             average_tokens_across_devices=not args.no_average_tokens,
-            gradient_checkpointing=args.gradient_checkpointing)
+            gradient_checkpointing=args.gradient_checkpointing, bf16=args.bf16)
         kind = PerMicroBatchMeanTrainer if args.per_micro_batch_mean else Trainer
         kind(model=model, args=training, train_dataset=Sequences(args.samples)).train()
     finally:
