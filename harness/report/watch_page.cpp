@@ -64,7 +64,8 @@ std::string steps_table(const WatchJudgement& judged) {
   return "<h2>Each judged step against the golden</h2>\n<p>The golden: a float64 forward and "
          "backward over all of the step's micro-batches on every rank, at the step's start "
          "weights. Hypotheses: each known mistake's predicted gradient, its relative error "
-         "(a match is within 1e-4).</p>\n<table class=\"watch\"><thead><tr><th>step</th>"
+         "(a match is within 1e-4; for a bfloat16 model within 2x its precision twin's relative "
+         "error plus one bfloat16 rounding per micro-step).</p>\n<table class=\"watch\"><thead><tr><th>step</th>"
          "<th>micro-steps per rank</th><th>items</th><th>norm ratio</th><th>cosine</th>"
          "<th>relative error</th><th>gradients</th><th>hypotheses tested</th></tr></thead>"
          "<tbody>\n" + rows + "</tbody></table>\n";
