@@ -76,4 +76,13 @@ inline double unit_roundoff(Precision precision) {
   }
 }
 
+// The relative error a low-precision run that follows a prediction may show against it: its
+// precision twin's, plus one rounding of the running sum per micro-step, random in sign
+// (sqrt(micro_steps) unit roundoffs), which the unaccumulated twin never does.
+inline double accumulation_noise(double twin_relative_error, int64_t micro_steps,
+                                 Precision precision) {
+  return twin_relative_error +
+         std::sqrt(static_cast<double>(micro_steps)) * unit_roundoff(precision);
+}
+
 }  // namespace trainrepro

@@ -504,6 +504,25 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
 
 }  // namespace
 
+std::string explain_low_precision_accumulation(double error, double twin_error,
+                                               int64_t micro_steps, const std::string& dtype,
+                                               int64_t zero_stage,
+                                               const std::string& deepspeed_version) {
+  const std::string fix =
+      zero_stage == 0   ? "DeepSpeed " + deepspeed_version +
+                              " refuses it at ZeRO stage 0: use stage 1 or 2"
+      : zero_stage == 1 ? std::string("at ZeRO stage 1 DeepSpeed then uses BF16_Optimizer")
+                        : std::string("DeepSpeed then keeps float32 gradients");
+  return "gradients follow DeepSpeed's accumulation (relative error " + format("%.3g", error) +
+         " against the golden, nearer than any fault tested) but carry " +
+         format("%.3g", twin_error > 0.0 ? error / twin_error : 0.0) + "x the " + dtype +
+         " precision twin's error (" + format("%.3g", twin_error) + "): " +
+         std::to_string(micro_steps) + " micro-steps were summed in " + dtype +
+         ", rounding the running sum at every micro-step. Fix: accumulate in float32 with "
+         "\"data_types\": {\"grad_accum_dtype\": \"fp32\"} (" + fix +
+         "), or accumulate fewer micro-steps";
+}
+
 Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan, const Trace& trace,
                                      const Golden& golden, int64_t step, double noise) {
   Diagnosis diagnosis;

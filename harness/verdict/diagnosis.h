@@ -36,6 +36,14 @@ Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan,
 double gradients_relative_error(const std::vector<at::Tensor>& observed,
                                 const std::vector<at::Tensor>& predicted);
 
+// low_precision_accumulation in words, for a scenario's run and a watched window alike: the
+// run's relative error against the golden and its precision twin's, how many micro-steps were
+// summed in `dtype`, and the fix DeepSpeed `deepspeed_version` allows at `zero_stage`.
+std::string explain_low_precision_accumulation(double error, double twin_error,
+                                               int64_t micro_steps, const std::string& dtype,
+                                               int64_t zero_stage,
+                                               const std::string& deepspeed_version);
+
 // Parameters match but gradients did too: the update itself differs.
 Diagnosis diagnose_parameter_mismatch(const Plan& plan, int64_t step);
 

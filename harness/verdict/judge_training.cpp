@@ -259,19 +259,9 @@ void diagnose_low_precision_accumulation(const Plan& plan, const Trace& trace,
     if (tested.relative_error <= error) return;
   }
   diagnosis.kind = DiagnosisKind::low_precision_accumulation;
-  const std::string dtype = precision_name(plan.precision);
   diagnosis.explanation =
-      "gradients follow DeepSpeed's accumulation (relative error " + format_number(error) +
-      " against the golden, nearer than any fault tested) but carry " +
-      format_number(noise > 0.0 ? error / noise : 0.0) + "x the " + dtype +
-      " precision twin's error (" + format_number(noise) + "): " + std::to_string(gas) +
-      " micro-steps were summed in " + dtype +
-      ", rounding the running sum at every micro-step. Fix: accumulate in float32 with "
-      "\"data_types\": {\"grad_accum_dtype\": \"fp32\"} (" +
-      (plan.zero_stage == 0 ? "DeepSpeed " + plan.deepspeed_version +
-                                  " refuses it at ZeRO stage 0: use stage 1 or 2"
-                            : std::string("at ZeRO stage 1 DeepSpeed then uses BF16_Optimizer")) +
-      "), or accumulate fewer micro-steps";
+      explain_low_precision_accumulation(error, noise, gas, precision_name(plan.precision),
+                                         plan.zero_stage, plan.deepspeed_version);
 }
 
 // Whether FP16_Optimizer's zero-gradient step at construction leaves a trace: Adam's step count
@@ -617,12 +607,10 @@ void judge_training(const Scenario& scenario, const Plan& plan, const Trace& tra
                                                golden.steps[s].gradients)
                     : 0.0;
     // A hypothesis is a float64 prediction; the run that follows it also rounds the running
-    // sum once per micro-step (random in sign: sqrt(GAS) unit roundoffs), which the
-    // unaccumulated twin never does.
+    // sum once per micro-step.
     const double hypothesis_noise =
-        twin_judged ? noise + std::sqrt(static_cast<double>(
-                                  plan.batch.gradient_accumulation_steps)) *
-                                  unit_roundoff(plan.precision)
+        twin_judged ? accumulation_noise(noise, plan.batch.gradient_accumulation_steps,
+                                         plan.precision)
                     : 0.0;
     judgement.diagnosis =
         diagnose_gradient_mismatch(scenario, plan, trace, golden, s, hypothesis_noise);

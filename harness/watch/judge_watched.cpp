@@ -433,19 +433,10 @@ std::string low_precision_accumulation(const RankRecording& rank,
     if (tested.relative_error <= window.relative_error) return "";
   }
   kind = DiagnosisKind::low_precision_accumulation;
-  return "window " + std::to_string(window.window) +
-         "'s gradients follow DeepSpeed's accumulation (relative error " +
-         format("%.3g", window.relative_error) +
-         " against the golden, nearer than any fault tested) but carry " +
-         format("%.3g", window.relative_error / std::max(window.twin_relative_error, 1e-300)) +
-         "x the bfloat16 precision twin's error (" + format("%.3g", window.twin_relative_error) +
-         "): " + std::to_string(window.micro_steps) +
-         " micro-steps were summed in bfloat16, rounding the running sum at every micro-step. "
-         "Fix: accumulate in float32 with \"data_types\": {\"grad_accum_dtype\": \"fp32\"} (" +
-         (rank.resolved.zero_stage == 0
-              ? std::string("DeepSpeed 0.19.8 refuses it at ZeRO stage 0: use stage 1 or 2")
-              : std::string("DeepSpeed then keeps float32 gradients")) +
-         "), or accumulate fewer micro-steps";
+  return "window " + std::to_string(window.window) + "'s " +
+         explain_low_precision_accumulation(window.relative_error, window.twin_relative_error,
+                                            window.micro_steps, "bfloat16",
+                                            rank.resolved.zero_stage, rank.versions.deepspeed);
 }
 
 std::string why_gradients_not_judged(const std::vector<RankRecording>& ranks) {
@@ -531,11 +522,10 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
                                                  kPrecisionTwinFloor);
       window.gradients_match = window.gradients.front().within_tolerance;
       window.twin_relative_error = relative_error(pieces.twin, pieces.golden);
-      hypothesis_match = std::max(
-          kHypothesisMatch,
-          kPrecisionTwinFactor *
-              (window.twin_relative_error +
-               std::sqrt(static_cast<double>(window.micro_steps)) * unit_roundoff(Precision::bf16)));
+      hypothesis_match =
+          std::max(kHypothesisMatch,
+                   kPrecisionTwinFactor * accumulation_noise(window.twin_relative_error,
+                                                             window.micro_steps, Precision::bf16));
     } else {
       for (size_t p = 0; p < run.size(); ++p) {
         window.gradients.push_back(
