@@ -8,9 +8,11 @@
 
 #include "harness/cli/commands.h"
 #include "harness/distributed/mpi_session.h"
+#include "harness/json/printable.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/pipeline/release_bisection.h"
 #include "harness/pipeline/run_scenario.h"
+#include "harness/scenario/settings_acting_outside_the_run.h"
 #include "harness/worker/managed_release.h"
 
 namespace trainrepro {
@@ -54,6 +56,12 @@ int run_bisect(const BisectArgs& args) {
   LoadAttempt attempt = try_load_scenario(args.scenario_file);
   if (!attempt.scenario) {
     std::cerr << "bisect: " << attempt.failure.verdict.found << "\n";
+    return kExitBadInput;
+  }
+  // Refused before any release is listed or installed (run_loaded_scenario would refuse each
+  // probe too, but as an error that stops the search with exit 3).
+  if (auto refused = refuse_settings_acting_outside_the_run(*attempt.scenario, "bisect")) {
+    std::cerr << "bisect: " << printable(*refused) << "\n";
     return kExitBadInput;
   }
   std::vector<std::string> releases;

@@ -17,6 +17,7 @@
 #include "harness/distributed/mpi_session.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/files/sha256.h"
+#include "harness/json/printable.h"
 #include "harness/perf/benchmark_json.h"
 #include "harness/perf/cpu_pinning.h"
 #include "harness/perf/engine_ratio.h"
@@ -25,6 +26,7 @@
 #include "harness/perf/perf_runner.h"
 #include "harness/perf/turn_taking.h"
 #include "harness/pipeline/engine_perf.h"
+#include "harness/scenario/settings_acting_outside_the_run.h"
 #include "harness/verdict/verdict.h"
 
 namespace trainrepro {
@@ -158,6 +160,15 @@ int run_perf_run(const PerfRunArgs& args) {
   for (const EnginePerfLoop& engine : engines) {
     for (const std::string& left_out : add_engine_twins(plan, engine.versions())) {
       std::cout << "not measured on " << engine.versions().engine << ": " << left_out << "\n";
+    }
+  }
+  // A twin hands its scenario's config to the real DeepSpeed: refused as `run` refuses it.
+  for (const PlannedBenchmark& twin : plan.benchmarks) {
+    if (twin.engine.rfind("deepspeed ", 0) != 0) continue;
+    if (auto refused =
+            refuse_settings_acting_outside_the_run(twin.scenario, "perf run --engine deepspeed")) {
+      std::cerr << printable(*refused) << "\n";
+      return kExitBadInput;
     }
   }
   for (const std::string& skipped : plan.skipped) std::cout << skipped << "\n";

@@ -6,6 +6,7 @@
 
 #include "harness/cli/export_sources.h"
 #include "harness/cli/python_literal.h"
+#include "harness/scenario/settings_acting_outside_the_run.h"
 
 namespace trainrepro {
 
@@ -66,72 +67,16 @@ std::string as_utf8(const std::string& text) {
   return nlohmann::json::parse(quoted).get<std::string>();
 }
 
-// DeepSpeed settings that, in the real DeepSpeed 0.19.8 the script runs, act outside the run:
-// they import code, write files where the config says, or talk to an online service. A shared
-// scenario must not choose those on the user's machine (README "Running someone else's
-// scenario"); trainrepro's own engine ignores them all.
-struct OutsideEffect {
-  const char* pointer;     // under /deepspeed: acted on when true to Python (1, "yes" and [0] too)
-  const char* when;        // and, when not empty, when this sibling is true to Python…
-  const char* when_value;  // …or, when this is not empty either, holds this JSON value
-  const char* effect;
-};
-const OutsideEffect kOutsideEffects[] = {
-    {"/torch_autocast/lower_precision_safe_modules", "/torch_autocast/enabled", "",
-     "DeepSpeed imports every module named here, which runs its code "
-     "(deepspeed/runtime/torch_autocast.py, init_autocast_params)"},
-    {"/flops_profiler/output_file", "/flops_profiler/enabled", "",
-     "DeepSpeed's flops profiler overwrites this file with its report "
-     "(deepspeed/profiling/flops_profiler/profiler.py, print_model_profile)"},
-    {"/autotuning/enabled", "", "",
-     "DeepSpeed writes its metrics to autotuning.metric_path or ./autotuning_metric.json "
-     "(deepspeed/runtime/engine.py, _autotuning_exit)"},
-    {"/tensorboard/enabled", "", "",
-     "DeepSpeed writes event files under tensorboard.output_path "
-     "(deepspeed/monitor/tensorboard.py)"},
-    {"/csv_monitor/enabled", "", "",
-     "DeepSpeed writes CSV files under csv_monitor.output_path (deepspeed/monitor/csv_monitor.py)"},
-    {"/wandb/enabled", "", "",
-     "DeepSpeed logs the run to Weights & Biases (deepspeed/monitor/wandb.py)"},
-    {"/comet/enabled", "", "", "DeepSpeed logs the run to Comet (deepspeed/monitor/comet.py)"},
-    {"/zero_optimization/offload_optimizer/nvme_path",
-     "/zero_optimization/offload_optimizer/device", "\"nvme\"",
-     "DeepSpeed swaps optimizer states into files under this path (deepspeed/runtime/swap_tensor)"},
-    {"/zero_optimization/offload_param/nvme_path", "/zero_optimization/offload_param/device",
-     "\"nvme\"",
-     "DeepSpeed swaps parameters into files under this path (deepspeed/runtime/swap_tensor)"},
-};
-
-// Whether Python would take the value at `pointer` for true (DeepSpeed reads these flags with
-// `if config[...]`, and pydantic coerces 1 and "yes" to True).
-bool true_to_python(const nlohmann::json& raw, const std::string& pointer) {
-  const nlohmann::json::json_pointer at(pointer);
-  if (!raw.contains(at)) return false;
-  const nlohmann::json& value = raw.at(at);
-  if (value.is_boolean()) return value.get<bool>();
-  if (value.is_number()) return value != 0;
-  if (value.is_string() || value.is_array() || value.is_object()) return !value.empty();
-  return false;  // null
-}
-
+// What the real DeepSpeed the script runs would do outside the run (import code, write where the
+// config says, go online): the same list every real-engine run refuses
+// (harness/scenario/settings_acting_outside_the_run.h).
 std::optional<std::string> reaches_outside_the_run(const nlohmann::json& raw) {
-  for (const OutsideEffect& outside : kOutsideEffects) {
-    const std::string pointer = std::string("/deepspeed") + outside.pointer;
-    if (!true_to_python(raw, pointer)) continue;
-    const std::string when = std::string("/deepspeed") + outside.when;
-    if (*outside.when != '\0' && *outside.when_value == '\0' && !true_to_python(raw, when)) {
-      continue;
-    }
-    if (*outside.when_value != '\0' &&
-        (!raw.contains(nlohmann::json::json_pointer(when)) ||
-         raw.at(nlohmann::json::json_pointer(when)) != nlohmann::json::parse(outside.when_value))) {
-      continue;
-    }
-    return pointer + ": " + outside.effect +
-           "; the script runs the config as given, so it is not exported with this setting "
-           "(remove it from the scenario to export it)";
-  }
-  return std::nullopt;
+  const nlohmann::json config = raw.value("deepspeed", nlohmann::json::object());
+  const std::vector<SettingOutsideTheRun> found = settings_acting_outside_the_run(config);
+  if (found.empty()) return std::nullopt;
+  return "/deepspeed" + found.front().pointer + ": " + found.front().effect +
+         "; the script runs the config as given, so it is not exported with this setting "
+         "(remove it from the scenario to export it)";
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include "harness/pipeline/resource_check.h"
 #include "harness/report/results_json.h"
 #include "harness/scenario/load_scenario.h"
+#include "harness/scenario/settings_acting_outside_the_run.h"
 #include "harness/verdict/changed_default.h"
 #include "harness/verdict/golden_staleness.h"
 #include "harness/verdict/habit_visibility.h"
@@ -527,6 +528,16 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
     if (!on_release->listed) result.warnings.push_back(scenario.file + ": " + on_release->said);
   }
 
+  // The one check of a config handed to the real DeepSpeed (run, bisect's probes, the release
+  // matrix): refused before a golden is read or a worker starts. FSDP2 reads no ds_config.
+  if (options.deepspeed && options.deepspeed->versions.engine == "deepspeed") {
+    if (auto refused = refuse_settings_acting_outside_the_run(scenario, "--engine deepspeed")) {
+      result.verdict = error_verdict(ErrorSource::scenario, *refused);
+      result.verdict.expected = describe_expectation(scenario.expect);
+      result.seconds = seconds_since(start);
+      return result;
+    }
+  }
   if (scenario.measure_only) {
     result.verdict = skipped_verdict(
         "skipped: a performance workload that is only measured "

@@ -9,6 +9,7 @@
 #include "harness/distributed/rank_work_folder.h"
 #include "harness/files/atomic_write.h"
 #include "harness/files/install_locations.h"
+#include "harness/scenario/settings_acting_outside_the_run.h"
 #include "harness/worker/private_folder.h"
 #include "harness/worker/worker_sources.h"
 
@@ -156,6 +157,17 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
                                  int timeout_seconds,
                                  const std::vector<std::string>& parameter_names,
                                  const std::vector<at::Tensor>& initial_parameters) {
+  // Every entry point refuses such a config first (refuse_settings_acting_outside_the_run, exit
+  // 2); one that reaches this point is a bug of ours, and DeepSpeed must not see it either.
+  if (python.versions.engine != "fsdp2") {
+    const auto outside =
+        settings_acting_outside_the_run(job.value("deepspeed", nlohmann::json::object()));
+    if (!outside.empty()) {
+      throw std::logic_error("internal error: a config that makes DeepSpeed act outside the run "
+                             "reached the worker unchecked (/deepspeed" +
+                             outside.front().pointer + ")");
+    }
+  }
   PrivateFolder folder;
   write_worker_sources(folder.path());
   const std::string prefix = folder.path() + "/trace";
