@@ -19,7 +19,8 @@ bool true_to_python(const nlohmann::json* value) {
   if (value == nullptr || value->is_null()) return false;
   if (value->is_boolean()) return value->get<bool>();
   if (value->is_number()) return *value != 0;
-  return !value->empty();  // a string, list or object
+  if (value->is_string()) return !value->get_ref<const std::string&>().empty();
+  return !value->empty();  // a list or object (json::empty() is false for any string)
 }
 
 // A pydantic `bool` field (tensorboard, csv_monitor, wandb, comet): DeepSpeedConfigModel drops

@@ -264,3 +264,13 @@ add_test(NAME cli/export-random-hostile-text
                  $<TARGET_FILE:trainrepro> scenarios/accumulation/gas-missing.json
          WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
 set_tests_properties(cli/export-random-hostile-text PROPERTIES LABELS cli TIMEOUT 600)
+# --- a shared scenario must not make the real DeepSpeed act outside the run (issue 50) --------
+# Every hostile file of tests/data/outside_the_run (import a module, write where the config or its
+# default says, log online, NVMe swap files): `run` and `perf run --engine deepspeed` (a stand-in
+# Python: refused before any worker), `bisect` and `export` exit 2 naming the key; the reference
+# engine runs each (exit 0); nothing appears in the folder they run in.
+add_test(NAME cli/outside-the-run-refused
+         COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/cli/check_outside_the_run.py
+                 $<TARGET_FILE:trainrepro>
+         WORKING_DIRECTORY ${PROJECT_SOURCE_DIR})
+set_tests_properties(cli/outside-the-run-refused PROPERTIES LABELS cli TIMEOUT 600)
