@@ -11,9 +11,12 @@ exit 2, "<file>:/deepspeed/<pointer>: DeepSpeed …", and nothing created where 
     check_outside_the_run.py TRAINREPRO --release 0.19.8 # run --engine deepspeed==0.19.8, the
                                                          # real release from trainrepro's cache
 
-Each command runs in a fresh folder holding only outside_target_module.py (on PYTHONPATH: an
-import of it writes a file); the scenarios point at paths inside that folder or leave DeepSpeed's
-default (the current folder). After each command the folder must hold that file alone.
+Each command runs in a fresh folder holding only outside_target_module.py (on PYTHONPATH for
+the user's own Python: an import of it writes a file; a release from the cache sets its own
+PYTHONPATH, where DeepSpeed's import of it fails instead); the scenarios point at paths inside
+that folder or leave DeepSpeed's default (the current folder). After each command the folder
+must hold that file alone. With the rule switched off, every --release check fails (exit 0 or 1,
+and the flops report, CSV folders, ./DeepSpeedJobName and NVMe swap folders appear).
 """
 import os
 import pathlib
