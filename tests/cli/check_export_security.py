@@ -42,7 +42,7 @@ HOSTILE = ("'''\nopen('PWNED', 'w').write('1')\n'''" + EXACT_INJECTION +
            "__EXPORTED_DATA__ __ZOO_SOURCE__ __WORKER_SOURCE__ __VERSION__ ''' \"\"\" \\")
 
 
-# DeepSpeed 0.19.8 settings that act outside the run (repro_script.cpp, kOutsideEffects), with
+# DeepSpeed 0.19.8 settings that act outside the run (harness/scenario/settings_acting_outside_the_run.cpp, shared with run --engine deepspeed), with
 # flags as Python reads them: 1 and "yes" are true too.
 OUTSIDE_THE_RUN = [
     ({"torch_autocast": {"enabled": 1, "lower_precision_safe_modules": ["evil.Module"]}},
