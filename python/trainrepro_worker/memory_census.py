@@ -293,18 +293,29 @@ class MemoryCensus:
 
     def result(self):
         """The trace's "memory" object (harness/worker/worker_trace.cpp reads it)."""
-        # What is alive at the end is what the steps left behind, not what another thread is
-        # about to free: torch's gloo worker thread frees a finished collective's tensors only
-        # once it holds the GIL, which this thread keeps while it counts. Released for 50 ms
-        # first, or the last collective's gradient is counted as a survivor of the last step
-        # (measured 2026-12-04: a false tensor_memory_leak in 1 of 14 2-rank watched runs of a
-        # loop that keeps only loss.item(), one 2.6 KiB allocation born in the last step).
-        time.sleep(0.05)
-        gc.collect()
-        storages, _ = self._census()
+        storages = self._settled_census()
         births = dict(self._frozen_storages or {})
         births.update(self._births)
         live = [[nbytes, births.get(key, self._steps_at_last_census)]
                 for key, nbytes in sorted(storages.items())]
         return {"samples": self.samples, "live_at_end": live,
                 "tensor_bookkeeping_bytes": self.tensor_bookkeeping_bytes}
+
+    def _settled_census(self, pause_seconds=0.05, most_pauses=40):
+        """What is alive at the end: what the steps left behind, not what another thread is
+        about to free. torch's gloo worker thread frees a finished collective's tensors only
+        once it holds the GIL, which this thread keeps while it counts (measured 2026-12-04: a
+        false tensor_memory_leak in 1 of 14 2-rank watched runs of a loop that keeps only
+        loss.item(), one 2.6 KiB allocation born in the last step). One fixed pause was not
+        enough on a loaded machine, where that thread may wait longer than any pause for a
+        core: the census is taken again after each pause until two in a row find the same
+        storages (at most most_pauses pauses, 2 s: then the last is kept)."""
+        previous = None
+        for _ in range(most_pauses):
+            time.sleep(pause_seconds)  # the GIL released: other threads free what they hold
+            gc.collect()
+            storages, _ = self._census()
+            if storages == previous:
+                break
+            previous = storages
+        return storages

@@ -173,6 +173,22 @@ TEST_F(JudgeZero, WorkerEnginesJudgeWhatLivesBeyondTheEngine) {
   EXPECT_TRUE(judge().diagnoses.empty());
 }
 
+// A collective's buffer that torch's gloo thread had yet to free at every boundary census (a
+// loaded machine) is gone from the census at the end, taken once other threads have freed what
+// they hold: not the loop's. What the loop keeps is there at the end too.
+TEST_F(JudgeZero, WhatAnotherThreadHadYetToFreeAtTheBoundariesIsNotGatheredParametersKept) {
+  make_run(3, 2);  // 8000 bytes of states
+  plan_.engine = TrainingEngine::fsdp2;
+  trace_.model_states_not_measured = "the fsdp2 engine does not measure ZeRO's model states";
+  trace_.engine_tensor_bytes_at_end = 8000;
+  trace_.memory.back().cpu_tensor_bytes = 8000 + 4000;  // a whole model's gradient in flight
+  trace_.live_at_end = {{8000, 0}, {200, 2}};
+  EXPECT_TRUE(judge().diagnoses.empty());
+  trace_.live_at_end.push_back({4000, 2});  // kept to the end: the loop's
+  ASSERT_EQ(judge().diagnoses.size(), 1u);
+  EXPECT_EQ(judge().diagnoses[0], DiagnosisKind::gathered_parameters_kept);
+}
+
 // A leak that outgrows the model by the end is not gathered parameters: they are there after
 // every step, a leak is small after the first (an evaluation's graph kept at stage 3 did this).
 TEST_F(JudgeZero, ALeakThatOutgrowsTheModelIsNotGatheredParametersKept) {
