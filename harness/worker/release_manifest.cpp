@@ -23,13 +23,15 @@ constexpr int kStampFormat = 2;                  // install_release.py STAMP_FOR
 constexpr std::streamsize kStampLimit = 64 << 20;  // 0.19.8's lists ~10k files in ~1.5 MB
 
 nlohmann::json read_stamp(const std::string& home, bool& present) {
-  std::ifstream in(home + kStamp, std::ios::binary);
+  std::ifstream in(home + kStamp, std::ios::binary | std::ios::ate);
   present = static_cast<bool>(in);
   if (!present) return nullptr;
-  std::string text(static_cast<size_t>(kStampLimit) + 1, '\0');
-  in.read(text.data(), kStampLimit + 1);
+  const std::streamsize size = in.tellg();
+  if (size < 0 || size > kStampLimit) return nullptr;
+  std::string text(static_cast<size_t>(size), '\0');
+  in.seekg(0);
+  in.read(text.data(), size);
   text.resize(static_cast<size_t>(in.gcount()));
-  if (text.size() > static_cast<size_t>(kStampLimit)) return nullptr;
   return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
