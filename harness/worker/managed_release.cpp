@@ -52,10 +52,15 @@ std::string read_output(const std::string& path, std::streamsize limit) {
 }
 
 // Runs the compiled-in installer with the torch Python; its exit code says what went wrong.
-void install_release(const std::string& release, const std::string& home) {
+void install_release(const std::string& release, const std::string& home, ReleaseStamp stamp) {
   const std::string torch_python = torch_python_executable();
-  std::cerr << "--engine deepspeed==" << release << ": installing it from PyPI into " << home
-            << " over " << torch_python << "'s torch (once; later runs reuse it)\n";
+  if (stamp == ReleaseStamp::unlisted) {
+    std::cerr << "--engine deepspeed==" << release << ": " << home
+              << " was installed by an earlier trainrepro: listing its files in its stamp\n";
+  } else {
+    std::cerr << "--engine deepspeed==" << release << ": installing it from PyPI into " << home
+              << " over " << torch_python << "'s torch (once; later runs reuse it)\n";
+  }
   PrivateFolder folder;
   write_worker_sources(folder.path());
   RankLaunch launch;
@@ -197,17 +202,13 @@ std::string deepspeed_release_home(const std::string& release) {
 DeepSpeedPython managed_deepspeed_python(const std::string& release, int probe_timeout_seconds) {
   const std::string home = deepspeed_release_home(release);
   const ReleaseStamp stamp = read_release_stamp(home);
-  if (stamp != ReleaseStamp::listed) {
-    if (offline_requested()) {
-      throw DeepSpeedPythonError(
-          "--engine deepspeed==" + release + ": not installed in " + home +
-          (stamp == ReleaseStamp::unlisted ? " (its stamp, from an earlier trainrepro, lists no "
-                                             "files: it is installed again)"
-                                           : "") +
-          ", and TRAINREPRO_OFFLINE forbids installing it");
-    }
-    install_release(release, home);
+  if (stamp == ReleaseStamp::missing && offline_requested()) {
+    throw DeepSpeedPythonError("--engine deepspeed==" + release + ": not installed in " + home +
+                               ", and TRAINREPRO_OFFLINE forbids installing it");
   }
+  // Installed by an earlier trainrepro (a stamp without a file list): the installer lists its
+  // files as they are, offline too, instead of installing it again.
+  if (stamp != ReleaseStamp::listed) install_release(release, home, stamp);
   check_installed_release(home);
   // The release's packages before anything else on the path, its ops compiled into its own
   // folder with the ninja it brought, the CPU accelerator, one thread per rank process.

@@ -10,7 +10,7 @@ namespace trainrepro {
 
 enum class ReleaseStamp {
   missing,  // not installed, or an install that did not finish
-  unlisted, // a stamp from an earlier trainrepro, without a file list: install again
+  unlisted, // a stamp from an earlier trainrepro, without a file list: its files are listed
   listed,   // installed, with its file list
 };
 

@@ -10,7 +10,8 @@ HOME (cache/deepspeed-VERSION) receives site/ (deepspeed, built from its sdist w
 precompiled: DS_BUILD_OPS=0, ops compile just in time on first use into HOME/torch_extensions),
 deps/ (the release's own requirements less torch and numpy, which the venv has) and, last, the
 stamp HOME/.trainrepro-complete: JSON naming the release and listing every file installed (its
-path under HOME, size and sha256), which trainrepro checks before each use. An interrupted
+path under HOME, size and sha256), which trainrepro checks before each use (a release installed
+by an earlier trainrepro, whose stamp lists no files, has its files listed as they are). An interrupted
 install is redone from scratch; concurrent installs of one release wait for each other
 (HOME.lock). Temporary files live in HOME.tmp (removed at the end and by the next install); pip
 dies with this installer and this installer with its parent (install_guard.py).
@@ -45,7 +46,7 @@ from release_index import excerpt, fail, index_url, is_release, named, published
 # The venv's own copies are kept: torch is what trainrepro was built with, and numpy is torch's.
 KEPT_FROM_VENV = {"torch", "numpy"}
 STAMP = ".trainrepro-complete"
-STAMP_FORMAT = 2  # 2: the stamp lists every file; 1 (no "files") is treated as not installed
+STAMP_FORMAT = 2  # 2: the stamp lists every file; an earlier stamp has no "files" (listed then)
 
 
 def say(message):
@@ -137,13 +138,35 @@ def write_stamp(home, version, seconds):
     os.replace(partial, os.path.join(home, STAMP))
 
 
-def installed(home):
-    """True when HOME holds a stamp of this format (an older stamp lists no files: reinstall)."""
+def read_stamp(home):
+    """The stamp's JSON object, {} when there is none, None when it is not a JSON object."""
     try:
         with open(os.path.join(home, STAMP)) as file:
-            return json.load(file).get("format") == STAMP_FORMAT
-    except (OSError, ValueError, AttributeError):
+            stamp = json.load(file)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def installed(home):
+    """True when HOME holds a stamp of this format."""
+    stamp = read_stamp(home)
+    return stamp is not None and stamp.get("format") == STAMP_FORMAT
+
+
+def list_earlier_install(version, home):
+    """A release installed by an earlier trainrepro has a stamp without a file list: its files
+    are listed as they are now (no download: an offline machine keeps its releases). True when
+    it was such a release."""
+    stamp = read_stamp(home)
+    if not stamp or "files" in stamp or stamp.get("deepspeed") != version:
         return False
+    say(f"deepspeed=={version} in {home} was installed by an earlier trainrepro: listing its "
+        "files in its stamp")
+    write_stamp(home, version, stamp.get("seconds", 0))
+    return True
 
 
 def install(version, home):
@@ -207,7 +230,7 @@ def install_once(version, home):
     removes the partial HOME and HOME.tmp."""
     with open(home + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be installing it: wait for it
-        if installed(home):
+        if installed(home) or list_earlier_install(version, home):
             return
         if offline():
             fail(3, f"deepspeed=={version} is not installed in {home} and TRAINREPRO_OFFLINE "

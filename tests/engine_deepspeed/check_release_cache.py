@@ -7,6 +7,8 @@
 - with HOME unset (cron, systemd) the cache is under the passwd entry's home, never /tmp;
 - a file deleted from (or grown in) an installed release's site/ is named, with the fix, instead
   of an import error that blames the torch venv;
+- a release installed by an earlier trainrepro (a stamp without a file list) has its files
+  listed, offline too, rather than being refused or installed again;
 - scripts/env.sh reads TRAINREPRO_CACHE, HOME and TRAINREPRO_OFFLINE as trainrepro does.
 Releases here are folders written by hand and stamped by the installer's own write_stamp: no
 network, no DeepSpeed.
@@ -58,7 +60,8 @@ def main():
         folder = pathlib.Path(folder)
         os.chmod(folder, 0o755)  # nobody must be able to reach the folders made for it
 
-        def run(name, cache, code, text, marker=None, environment=None, absent=None):
+        def run(name, cache, code, text, marker=None, environment=None, absent=None,
+                trains=False):
             env = {k: v for k, v in os.environ.items() if k != "TRAINREPRO_OFFLINE"}
             env.update(TRAINREPRO_OFFLINE="1", TRAINREPRO_PYPI_JSON="http://127.0.0.1:9/")
             if cache is not None:
@@ -78,7 +81,7 @@ def main():
                 failures.append(f"{name}: the output shows {absent!r}:\n{output}")
             elif marker is not None and marker.exists():
                 failures.append(f"{name}: the planted deepspeed/__init__.py ran:\n{output}")
-            elif results.exists() and any(results.iterdir()):
+            elif not trains and results.exists() and any(results.iterdir()):
                 failures.append(f"{name}: results were written")
             else:
                 print(f"ok  {name}: exit {code}")
@@ -138,6 +141,20 @@ def main():
         run("file changed in site/", cache, 3,
             f"{home} is incomplete or changed (site/deepspeed/version.py: {installed_size + 9} "
             f"bytes, installed with {installed_size})")
+
+        # Installed by an earlier trainrepro: a stamp without a file list. Offline, its files are
+        # listed as they are (no reinstall); the fake deepspeed then cannot train (exit 3).
+        cache = case_folder("earlier stamp") / "cache"
+        cache.mkdir(mode=0o700)
+        home = make_release(cache, folder / "earlier-stamp-ran")
+        (home / ".trainrepro-complete").write_text(
+            '{"deepspeed": "%s", "python": "python3", "seconds": 231}\n' % RELEASE)
+        run("stamp of an earlier trainrepro", cache, 3,
+            "was installed by an earlier trainrepro: listing its files in its stamp",
+            absent="forbids installing it", trains=True)
+        listed = [f["path"] for f in install_release.read_stamp(str(home)).get("files", [])]
+        if "site/deepspeed/__init__.py" not in listed:
+            failures.append(f"stamp of an earlier trainrepro: its files were not listed: {listed}")
 
         cache = case_folder("new cache") / "parent" / "cache"
         run("missing cache created", cache, 3, "TRAINREPRO_OFFLINE forbids installing it")
