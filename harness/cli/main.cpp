@@ -155,7 +155,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   run->add_option("--golden-dir", run_args.golden_dir, "where goldens are read (default golden)");
   run->add_option("--rank-timeout", run_args.rank_timeout_seconds,
-                  "seconds a multi-rank scenario may take before its ranks are killed (600)")
+                  "seconds a multi-rank scenario may take before its ranks are killed, and an "
+                  "--engine's Python to answer what it has (600)")
       ->check(CLI::PositiveNumber);
   run->add_flag("--allow-large", run_args.allow_large,
                 "run scenarios that need more memory, processes or time than this machine "
@@ -189,7 +190,8 @@ int main(int argc, char** argv) {
                      "where goldens are read (default golden)");
   bisect
       ->add_option("--rank-timeout", bisect_args.rank_timeout_seconds,
-                   "seconds one probe may train before it is killed (600)")
+                   "seconds one probe may train before it is killed, and its release's Python "
+                   "to answer what it has (600)")
       ->check(CLI::PositiveNumber);
   bisect->footer(
       "Every release from --good to --bad that PyPI publishes (yanked ones left out) is a\n"
