@@ -10,6 +10,9 @@
 #include "harness/distributed/mpi_session.h"
 #include "harness/json/printable.h"
 #include "harness/engine/runtime_info.h"
+#include "harness/files/environment_values.h"
+#include "harness/files/install_locations.h"
+#include "harness/json/printable.h"
 #include "harness/pipeline/release_bisection.h"
 #include "harness/pipeline/run_scenario.h"
 #include "harness/scenario/settings_acting_outside_the_run.h"
@@ -24,8 +27,20 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 // The first line of what was found, for one probe's line.
 std::string first_line(const std::string& text, size_t at_most = 160) {
-  std::string line = text.substr(0, text.find('\n'));
+  std::string line = printable(text.substr(0, text.find('\n')));
   return line.size() > at_most ? line.substr(0, at_most - 3) + "..." : line;
+}
+
+// Why a probe gave no outcome (an install that failed, pip's own words), whole up to `at_most`
+// bytes from its end, escaped, each line indented under the probe's line.
+std::string indented_reason(const std::string& text, size_t at_most = 4000) {
+  std::string shown = "\n";
+  for (const char c : printable_output_tail(text, at_most)) {
+    if (shown.back() == '\n') shown += "      ";
+    shown += c;
+  }
+  while (shown.back() == '\n' || shown.back() == ' ') shown.pop_back();
+  return shown;
 }
 
 std::string probe_line(const ReleaseProbe& probe) {
@@ -33,7 +48,9 @@ std::string probe_line(const ReleaseProbe& probe) {
   std::snprintf(seconds, sizeof(seconds), "%.1f s", probe.result.seconds);
   std::string line = "  deepspeed " + probe.release + "  " + bisection_outcome(probe.result) +
                      " (" + seconds + ")";
-  if (probe.result.verdict.outcome != Outcome::passed) {
+  if (probe.result.verdict.outcome == Outcome::error) {
+    line += ":" + indented_reason(probe.result.verdict.found);
+  } else if (probe.result.verdict.outcome != Outcome::passed) {
     line += ": " + first_line(probe.result.verdict.found);
   }
   return line;
@@ -66,10 +83,20 @@ int run_bisect(const BisectArgs& args) {
   }
   std::vector<std::string> releases;
   try {
+    // What every probe needs, asked before the first one: a cache of the user's own and a
+    // readable TRAINREPRO_OFFLINE.
+    offline_requested();
+    own_cache_directory();
     releases = deepspeed_releases_between(args.good, args.bad);
   } catch (const DeepSpeedReleaseError& error) {
     std::cerr << "bisect: " << error.what() << "\n";
     return kExitBadInput;
+  } catch (const EnvironmentValueError& error) {
+    std::cerr << "bisect: " << error.what() << "\n";
+    return kExitBadInput;
+  } catch (const CacheFolderError& error) {
+    std::cerr << "bisect: " << error.what() << "\n";
+    return kExitInfrastructure;
   } catch (const DeepSpeedPythonError& error) {
     std::cerr << "bisect: " << error.what() << "\n";
     return kExitInfrastructure;
@@ -90,7 +117,7 @@ int run_bisect(const BisectArgs& args) {
   std::optional<std::string> infrastructure;  // why a release could not be probed
   auto probe = [&](const std::string& release) {
     try {
-      options.deepspeed = managed_deepspeed_python(release);
+      options.deepspeed = managed_deepspeed_python(release, args.rank_timeout_seconds);
     } catch (const std::runtime_error& error) {  // the release or the Python: no outcome
       ScenarioResult failed = attempt.failure;
       failed.name = attempt.scenario->name;

@@ -4,12 +4,14 @@
 #include <stdexcept>
 
 #include "harness/distributed/mpi_session.h"
+#include "harness/files/environment_values.h"
+#include "harness/files/install_locations.h"
 #include "harness/verdict/verdict.h"
 #include "harness/worker/managed_release.h"
 
 namespace trainrepro {
 
-EngineOption read_engine_option(const std::string& text) {
+EngineOption read_engine_option(const std::string& text, int probe_timeout_seconds) {
   EngineOption option;
   EngineChoice engine;
   try {
@@ -27,10 +29,17 @@ EngineOption read_engine_option(const std::string& text) {
     return option;
   }
   try {
-    option.deepspeed = deepspeed_python_for(engine);
+    if (engine.release) offline_requested();  // a misspelt TRAINREPRO_OFFLINE, even if installed
+    option.deepspeed = deepspeed_python_for(engine, probe_timeout_seconds);
   } catch (const DeepSpeedReleaseError& error) {
     std::cerr << error.what() << "\n";
     option.exit_code = kExitBadInput;
+  } catch (const EnvironmentValueError& error) {
+    std::cerr << error.what() << "\n";
+    option.exit_code = kExitBadInput;
+  } catch (const CacheFolderError& error) {
+    std::cerr << error.what() << "\n";
+    option.exit_code = kExitInfrastructure;
   } catch (const DeepSpeedPythonError& error) {
     std::cerr << error.what() << "\n";
     option.exit_code = kExitInfrastructure;

@@ -15,7 +15,9 @@ struct EngineOption {
 };
 
 // A misspelt --engine, or one under mpirun/srun (the worker starts its own ranks): exit 2; a
-// release PyPI lacks: exit 2; no Python with torch and DeepSpeed, no network: exit 3.
-EngineOption read_engine_option(const std::string& text);
+// release PyPI lacks, a bad TRAINREPRO_CACHE or TRAINREPRO_OFFLINE: exit 2; no Python with torch
+// and DeepSpeed, no network, a cache another user owns or may write: exit 3. The Python is given
+// probe_timeout_seconds (the command's --rank-timeout) to answer.
+EngineOption read_engine_option(const std::string& text, int probe_timeout_seconds);
 
 }  // namespace trainrepro

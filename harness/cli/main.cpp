@@ -29,8 +29,10 @@ constexpr const char* kDeepSpeedEngineNote =
     "--engine deepspeed==VERSION: that release, installed from PyPI on first use into\n"
     "$TRAINREPRO_CACHE/deepspeed-VERSION over the torch trainrepro was built with (your own "
     "Python\n"
-    "is never touched); TRAINREPRO_OFFLINE=1 never installs. A release PyPI does not have (or\n"
-    "yanked): exit 2 naming the nearest ones; PyPI unreachable or a failed install: exit 3.\n"
+    "is never touched); TRAINREPRO_OFFLINE (1, true or yes) never installs. A release PyPI does\n"
+    "not have (or yanked): exit 2 naming the nearest ones; PyPI unreachable or a failed install:\n"
+    "exit 3. The cache must be yours (0700 when created; another user's, or one others may\n"
+    "write: exit 3), and a release's files are checked against its stamp before each use.\n"
     "--engine fsdp2: PyTorch's own FSDP2 (fully_shard over a CPU mesh, gloo) in the\n"
     "Python named by TRAINREPRO_FSDP2_PYTHON, else the one whose torch built trainrepro; the\n"
     "ds_config mapped as the README's table says (\"FSDP2 as the engine under test\"). What FSDP2\n"
@@ -153,7 +155,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   run->add_option("--golden-dir", run_args.golden_dir, "where goldens are read (default golden)");
   run->add_option("--rank-timeout", run_args.rank_timeout_seconds,
-                  "seconds a multi-rank scenario may take before its ranks are killed (600)")
+                  "seconds a multi-rank scenario may take before its ranks are killed, and an "
+                  "--engine's Python to answer what it has (600)")
       ->check(CLI::PositiveNumber);
   run->add_flag("--allow-large", run_args.allow_large,
                 "run scenarios that need more memory, processes or time than this machine "
@@ -187,7 +190,8 @@ int main(int argc, char** argv) {
                      "where goldens are read (default golden)");
   bisect
       ->add_option("--rank-timeout", bisect_args.rank_timeout_seconds,
-                   "seconds one probe may train before it is killed (600)")
+                   "seconds one probe may train before it is killed, and its release's Python "
+                   "to answer what it has (600)")
       ->check(CLI::PositiveNumber);
   bisect->footer(
       "Every release from --good to --bad that PyPI publishes (yanked ones left out) is a\n"

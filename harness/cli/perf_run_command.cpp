@@ -124,7 +124,7 @@ int run_perf_run(const PerfRunArgs& args) {
   std::vector<EnginePerfLoop> engines;
   std::set<std::string> engine_kinds;
   for (const std::string& text : args.engines) {
-    EngineOption engine = read_engine_option(text);
+    EngineOption engine = read_engine_option(text, kDeepSpeedTimeoutSeconds);
     if (engine.exit_code != kExitOk) return engine.exit_code;
     if (!engine.deepspeed) continue;  // the reference engine is always measured
     if (!engine_kinds.insert(engine.deepspeed->versions.engine).second) {

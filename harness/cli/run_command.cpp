@@ -39,7 +39,7 @@ int run_scenarios(const RunArgs& args) {
   }
 
   // The real DeepSpeed's Python is asked once, before anything is written.
-  const EngineOption engine = read_engine_option(args.engine);
+  const EngineOption engine = read_engine_option(args.engine, args.rank_timeout_seconds);
   if (engine.exit_code != kExitOk) return engine.exit_code;
   const std::optional<DeepSpeedPython>& deepspeed = engine.deepspeed;
 

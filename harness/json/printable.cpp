@@ -27,3 +27,22 @@ std::string printable(const std::string& text, LineBreaks line_breaks) {
 }
 
 }  // namespace trainrepro
+
+namespace trainrepro {
+
+std::string printable_excerpt(const std::string& text, size_t at_most) {
+  if (text.size() <= at_most) return "\"" + printable(text) + "\"";
+  size_t cut = at_most;  // never inside a UTF-8 sequence
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return "\"" + printable(text.substr(0, cut)) + "\"... (" + std::to_string(text.size()) +
+         " characters)";
+}
+
+std::string printable_output_tail(const std::string& text, size_t at_most) {
+  if (text.size() <= at_most) return printable(text, LineBreaks::kept);
+  size_t from = text.size() - at_most;
+  while (from < text.size() && (static_cast<unsigned char>(text[from]) & 0xc0) == 0x80) ++from;
+  return "...\n" + printable(text.substr(from), LineBreaks::kept);
+}
+
+}  // namespace trainrepro

@@ -9,6 +9,7 @@
 #include "harness/distributed/rank_work_folder.h"
 #include "harness/files/atomic_write.h"
 #include "harness/files/install_locations.h"
+#include "harness/json/printable.h"
 #include "harness/scenario/settings_acting_outside_the_run.h"
 #include "harness/worker/private_folder.h"
 #include "harness/worker/worker_sources.h"
@@ -16,7 +17,6 @@
 namespace trainrepro {
 namespace {
 
-constexpr int kProbeTimeoutSeconds = 300;  // a first `import deepspeed` may build its op cache
 constexpr const char* kVersionsMarker = "TRAINREPRO-VERSIONS ";
 constexpr const char* kWorkerMain = "deepspeed_engine_worker.py";
 
@@ -78,17 +78,26 @@ std::string deepspeed_python_program() {
   return given != nullptr && *given != '\0' ? given : "python3";
 }
 
-DeepSpeedPython find_deepspeed_python() {
+DeepSpeedPython find_deepspeed_python(int probe_timeout_seconds) {
   const char* given = std::getenv("TRAINREPRO_DEEPSPEED_PYTHON");
   const std::string program = deepspeed_python_program();
   return probe_deepspeed_python(
-      {program}, program + (given != nullptr && *given != '\0'
-                                ? " (TRAINREPRO_DEEPSPEED_PYTHON)"
-                                : " (python3 on the PATH; set TRAINREPRO_DEEPSPEED_PYTHON to "
-                                  "choose another)"));
+      {program},
+      program + (given != nullptr && *given != '\0'
+                     ? " (TRAINREPRO_DEEPSPEED_PYTHON)"
+                     : " (python3 on the PATH; set TRAINREPRO_DEEPSPEED_PYTHON to "
+                       "choose another)"),
+      probe_timeout_seconds);
 }
 
-DeepSpeedPython find_fsdp2_python() {
+std::vector<std::string> with_private_caches(std::vector<std::string> arguments,
+                                             const std::string& private_folder) {
+  arguments.insert(arguments.begin(),
+                   {"env", "TORCHINDUCTOR_CACHE_DIR=" + private_folder + "/torchinductor"});
+  return arguments;
+}
+
+DeepSpeedPython find_fsdp2_python(int probe_timeout_seconds) {
   const char* given = std::getenv("TRAINREPRO_FSDP2_PYTHON");
   const bool chosen = given != nullptr && *given != '\0';
   const std::string program = chosen ? given : torch_python_executable();
@@ -97,15 +106,16 @@ DeepSpeedPython find_fsdp2_python() {
                                                             "trainrepro; set "
                                                             "TRAINREPRO_FSDP2_PYTHON to choose "
                                                             "another)"),
-                             "fsdp2");
+                             "fsdp2", probe_timeout_seconds);
 }
 
-DeepSpeedPython probe_deepspeed_python(std::vector<std::string> command, const std::string& named) {
-  return probe_worker_python(std::move(command), named, "deepspeed");
+DeepSpeedPython probe_deepspeed_python(std::vector<std::string> command, const std::string& named,
+                                       int probe_timeout_seconds) {
+  return probe_worker_python(std::move(command), named, "deepspeed", probe_timeout_seconds);
 }
 
 DeepSpeedPython probe_worker_python(std::vector<std::string> command, const std::string& named,
-                                    const std::string& engine) {
+                                    const std::string& engine, int probe_timeout_seconds) {
   ::setenv("DS_ACCELERATOR", "cpu", /*overwrite=*/0);  // the worker trains on the CPU
   const std::string option = "--engine " + engine;
   DeepSpeedPython python;
@@ -113,11 +123,11 @@ DeepSpeedPython probe_worker_python(std::vector<std::string> command, const std:
   python.named = named;
   PrivateFolder folder;
   RankLaunch launch;
-  std::vector<std::string> arguments = python.command;
+  std::vector<std::string> arguments = with_private_caches(python.command, folder.path());
   arguments.insert(arguments.end(), {"-c", kProbeProgram, engine});
   try {
-    launch =
-        launch_process_group(arguments, kProbeTimeoutSeconds, folder.path() + "/probe-output.txt");
+    launch = launch_process_group(arguments, probe_timeout_seconds,
+                                  folder.path() + "/probe-output.txt");
   } catch (const std::runtime_error& error) {
     throw DeepSpeedPythonError(option + ": cannot run " + named + ": " + error.what());
   }
@@ -126,19 +136,21 @@ DeepSpeedPython probe_worker_python(std::vector<std::string> command, const std:
   if (launch.exit_code != 0 || versions_text.empty()) {
     const std::string missing = last_line_with(launch.output, "missing: ");
     if (!missing.empty()) {
-      throw DeepSpeedPythonError(option + ": " + named + " has no " + missing +
+      throw DeepSpeedPythonError(option + ": " + named + " has no " + printable(missing) +
                                  "; install it into that Python, or name one that has it");
     }
     throw DeepSpeedPythonError(
         option + ": " + named +
-        (launch.timed_out ? " did not answer within " + std::to_string(kProbeTimeoutSeconds) + " s"
+        (launch.timed_out ? " did not answer within " + std::to_string(probe_timeout_seconds) +
+                                " s (--rank-timeout)"
                           : " failed (exit code " + std::to_string(launch.exit_code) + ")") +
         " when asked for its torch" + (engine == "deepspeed" ? " and deepspeed" : "") +
-        "; its output:\n" + launch.output);
+        "; its output:\n" + printable_output_tail(launch.output));
   }
   const nlohmann::json versions = nlohmann::json::parse(versions_text, nullptr, false);
   if (!versions.is_object()) {
-    throw DeepSpeedPythonError(option + ": " + named + " answered " + versions_text);
+    throw DeepSpeedPythonError(option + ": " + named + " answered " +
+                               printable_excerpt(versions_text, 200));
   }
   python.versions = {versions.value("deepspeed", ""), versions.value("torch", ""),
                      versions.value("python", ""), engine};
@@ -174,7 +186,7 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
   job["trace"] = prefix;
   const std::string job_path = folder.path() + "/job.json";
   write_file_atomically(job_path, job.dump());
-  std::vector<std::string> arguments = python.command;
+  std::vector<std::string> arguments = with_private_caches(python.command, folder.path());
   arguments.insert(arguments.end(), {folder.path() + "/" + kWorkerMain, job_path});
   const RankLaunch launch =
       launch_process_group(arguments, timeout_seconds, folder.path() + "/worker-output.txt");
@@ -185,14 +197,15 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
                            std::to_string(timeout_seconds) +
                            " s (--rank-timeout) and was "
                            "killed; its output:\n" +
-                           launch.output);
+                           printable_output_tail(launch.output));
   }
   try {
     return read_worker_trace(prefix, parameter_names, initial_parameters,
                              /*expect_memory=*/job.value("memory", false));
   } catch (const WorkerTraceError& error) {
     throw WorkerTraceError(std::string(error.what()) + " (worker exit code " +
-                           std::to_string(launch.exit_code) + "); its output:\n" + launch.output);
+                           std::to_string(launch.exit_code) + "); its output:\n" +
+                           printable_output_tail(launch.output));
   }
 }
 

@@ -32,20 +32,27 @@ class DeepSpeedPythonError : public std::runtime_error {
 std::string deepspeed_python_program();
 
 // The user's own Python (deepspeed_python_program()), asked for its versions.
-DeepSpeedPython find_deepspeed_python();
+DeepSpeedPython find_deepspeed_python(int probe_timeout_seconds);
 
 // Asks the Python that `command` starts for torch's, deepspeed's and its own version (importing
-// deepspeed with DS_ACCELERATOR=cpu unless the environment says otherwise). Throws
-// DeepSpeedPythonError naming it (`named`) and what is missing.
-DeepSpeedPython probe_deepspeed_python(std::vector<std::string> command, const std::string& named);
+// deepspeed with DS_ACCELERATOR=cpu unless the environment says otherwise), killing it after
+// probe_timeout_seconds (the command's --rank-timeout: a first `import deepspeed` may build its
+// op cache). Throws DeepSpeedPythonError naming it (`named`) and what is missing.
+DeepSpeedPython probe_deepspeed_python(std::vector<std::string> command, const std::string& named,
+                                       int probe_timeout_seconds);
 
 // `--engine fsdp2`: TRAINREPRO_FSDP2_PYTHON when set and not empty, else the Python whose torch
 // built trainrepro, asked for torch's fully_shard and safetensors.
-DeepSpeedPython find_fsdp2_python();
+DeepSpeedPython find_fsdp2_python(int probe_timeout_seconds);
 
 // probe_deepspeed_python for either engine ("deepspeed" or "fsdp2": torch alone).
 DeepSpeedPython probe_worker_python(std::vector<std::string> command, const std::string& named,
-                                    const std::string& engine);
+                                    const std::string& engine, int probe_timeout_seconds);
+
+// `arguments` run with the caches a Python worker would otherwise leave in the user's $TMPDIR
+// (torch inductor's /tmp/torchinductor_<user>) inside `private_folder`, removed with it.
+std::vector<std::string> with_private_caches(std::vector<std::string> arguments,
+                                             const std::string& private_folder);
 
 // Writes the compiled-in Python files (python/trainrepro_worker) into `folder`.
 void write_worker_sources(const std::string& folder);

@@ -2,22 +2,33 @@
 that runs this script (never a second torch, never into that Python itself):
 
     python install_release.py VERSION HOME
-    python install_release.py --list      (every final release as JSON: {"0.18.6": false, …},
-                                          true for a yanked one; for `trainrepro bisect`)
+    python install_release.py --list [FILE] (every final release as JSON: {"0.18.6": false, …},
+                                          true for a yanked one; for `trainrepro bisect`; into
+                                          FILE when given, else after a marker on stdout)
 
 HOME (cache/deepspeed-VERSION) receives site/ (deepspeed, built from its sdist with no ops
 precompiled: DS_BUILD_OPS=0, ops compile just in time on first use into HOME/torch_extensions),
 deps/ (the release's own requirements less torch and numpy, which the venv has) and, last, the
-stamp HOME/.trainrepro-complete. An interrupted install is redone from scratch; concurrent
-installs of one release wait for each other (HOME.lock).
+stamp HOME/.trainrepro-complete: JSON naming the release and listing every file installed (its
+path under HOME, size and sha256), which trainrepro checks before each use (a release installed
+by an earlier trainrepro, whose stamp lists no files, has its files listed as they are). An interrupted
+install is redone from scratch; concurrent installs of one release wait for each other
+(HOME.lock). Temporary files live in HOME.tmp (removed at the end and by the next install); pip
+dies with this installer and this installer with its parent (install_guard.py).
+
+TRAINREPRO_OFFLINE (1/true/yes, or 0/false/no/empty) forbids reaching the network;
+TRAINREPRO_PYPI_JSON names another release list (release_index.py).
 
 Exit codes, as `trainrepro run --engine deepspeed==VERSION` passes them on:
   0  installed (or already was)
-  2  PyPI has no such release (the nearest ones are named), or it was yanked
+  2  PyPI has no such release (the nearest ones are named), or it was yanked; a bad version or
+     environment value
   3  PyPI cannot be reached, pip failed, or the installed package does not import
+  128+N  stopped by signal N (nothing left behind)
 Used by trainrepro (compiled into the binary) and by tests/deepspeed_oracle/install_deepspeed.sh.
 """
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -27,45 +38,33 @@ import sys
 import tarfile
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
-# The release list comes from PyPI's JSON API (it marks yanked files); TRAINREPRO_PYPI_JSON names
-# another URL (a file:// fixture in the tests, a mirror).
-DEFAULT_INDEX = "https://pypi.org/pypi/deepspeed/json"
+from install_guard import Stopped, exit_code_of, guard_installer, private_temporary_folder, \
+    run_guarded
+from release_index import excerpt, fail, index_url, is_release, named, published_releases
+
 # The venv's own copies are kept: torch is what trainrepro was built with, and numpy is torch's.
 KEPT_FROM_VENV = {"torch", "numpy"}
 STAMP = ".trainrepro-complete"
+STAMP_FORMAT = 2  # 2: the stamp lists every file; an earlier stamp has no "files" (listed then)
 
 
 def say(message):
     print(f"install_release: {message}", file=sys.stderr, flush=True)
 
 
-def fail(code, message):
-    say(message)
-    sys.exit(code)
+def offline():
+    value = os.environ.get("TRAINREPRO_OFFLINE", "")
+    if value.lower() in ("1", "true", "yes"):
+        return True
+    if value.lower() in ("", "0", "false", "no"):
+        return False
+    fail(2, "TRAINREPRO_OFFLINE: expected 1, true or yes (on) or 0, false, no or empty (off); "
+            f"found {excerpt(value)}")
 
 
 def version_key(text):
-    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
-
-
-def published_releases(index_url):
-    """{version: yanked} for every final release with an sdist or wheel on the index."""
-    try:
-        with urllib.request.urlopen(index_url, timeout=60) as response:
-            document = json.load(response)
-    except (urllib.error.URLError, OSError, TimeoutError) as error:
-        fail(3, f"cannot reach the package index {index_url}: {error}")
-    except ValueError as error:
-        fail(3, f"{index_url} did not answer with JSON: {error}")
-    releases = {}
-    for version, files in (document.get("releases") or {}).items():
-        if not re.fullmatch(r"\d+\.\d+\.\d+", version) or not files:
-            continue  # pre-releases and empty entries
-        releases[version] = all(f.get("yanked", False) for f in files)
-    return releases
+    return tuple(int(part) for part in re.findall(r"[0-9]+", text)[:3])
 
 
 def nearest(version, releases, count=4):
@@ -80,9 +79,9 @@ def nearest(version, releases, count=4):
 def pip(*arguments, env=None):
     command = [sys.executable, "-m", "pip", *arguments, "--quiet", "--no-cache-dir",
                "--progress-bar", "off", "--disable-pip-version-check"]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    result = run_guarded(command, env=env)
     if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        tail = "\n".join(result.stdout.strip().splitlines()[-15:])
         unreachable = any(word in tail for word in ("NewConnectionError", "Network is unreachable",
                                                     "Temporary failure in name resolution",
                                                     "ConnectTimeout", "ReadTimeout"))
@@ -108,6 +107,68 @@ def requirements_of(sdist):
     return kept
 
 
+def file_list(home):
+    """Every file under HOME/site and HOME/deps: {"path", "size", "sha256"}, sorted by path."""
+    files = []
+    for top in ("site", "deps"):
+        for folder, _, names in os.walk(os.path.join(home, top)):
+            for name in names:
+                path = os.path.join(folder, name)
+                if os.path.islink(path):
+                    continue  # a link's target is listed where it lives
+                digest = hashlib.sha256()
+                with open(path, "rb") as file:
+                    for block in iter(lambda: file.read(1 << 20), b""):
+                        digest.update(block)
+                files.append({"path": os.path.relpath(path, home), "size": os.path.getsize(path),
+                              "sha256": digest.hexdigest()})
+    return sorted(files, key=lambda f: f["path"])
+
+
+def write_stamp(home, version, seconds):
+    """The stamp, written last and atomically: the release, and every file it installed."""
+    stamp = {"format": STAMP_FORMAT, "deepspeed": version, "python": sys.executable,
+             "seconds": round(seconds), "files": file_list(home)}
+    partial = os.path.join(home, STAMP + ".partial")
+    with open(partial, "w") as file:
+        json.dump(stamp, file, separators=(",", ":"))
+        file.write("\n")
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(partial, os.path.join(home, STAMP))
+
+
+def read_stamp(home):
+    """The stamp's JSON object, {} when there is none, None when it is not a JSON object."""
+    try:
+        with open(os.path.join(home, STAMP)) as file:
+            stamp = json.load(file)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError):
+        return None
+    return stamp if isinstance(stamp, dict) else None
+
+
+def installed(home):
+    """True when HOME holds a stamp of this format."""
+    stamp = read_stamp(home)
+    return stamp is not None and stamp.get("format") == STAMP_FORMAT
+
+
+def list_earlier_install(version, home):
+    """A release installed by an earlier trainrepro has a stamp without a file list: its files
+    are listed as they are now (no download: an offline machine keeps its releases). True when
+    it was such a release."""
+    stamp = read_stamp(home)
+    if not stamp or "files" in stamp or stamp.get("deepspeed") != version:
+        return False
+    say(f"deepspeed=={version} in {home} was installed by an earlier trainrepro: listing its "
+        "files in its stamp")
+    write_stamp(home, version, stamp.get("seconds", 0))
+    return True
+
+
 def install(version, home):
     started = time.monotonic()
     say(f"installing deepspeed=={version} into {home} (once; later runs reuse it)")
@@ -115,67 +176,66 @@ def install(version, home):
     site, deps = os.path.join(home, "site"), os.path.join(home, "deps")
     os.makedirs(site)
     os.makedirs(deps)
-    with tempfile.TemporaryDirectory(prefix="trainrepro-install-") as scratch:
-        pip("download", f"deepspeed=={version}", "--no-deps", "--no-binary", ":all:", "-d", scratch)
-        sdists = [f for f in os.listdir(scratch) if f.endswith((".tar.gz", ".zip"))]
-        if len(sdists) != 1:
-            fail(3, f"pip download left {sorted(os.listdir(scratch))}, not one sdist")
-        sdist = os.path.join(scratch, sdists[0])
-        requirements = requirements_of(sdist)
-        if requirements:
-            pip("install", "--target", deps, *requirements)
-        # setup.py imports torch: build against the venv's torch (no build isolation, which
-        # would download torch again); wheel and setuptools serve the build only.
-        build_tools = os.path.join(scratch, "build-tools")
-        pip("install", "--target", build_tools, "wheel", "setuptools<81")
-        env = dict(os.environ, PYTHONPATH=f"{build_tools}:{deps}", DS_BUILD_OPS="0",
-                   DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu"))
-        pip("install", "--target", site, "--no-deps", "--no-build-isolation", sdist, env=env)
-    check = subprocess.run(
+    scratch = tempfile.mkdtemp(prefix="sdist-")  # inside the private TMPDIR
+    pip("download", f"deepspeed=={version}", "--no-deps", "--no-binary", ":all:", "-d", scratch)
+    sdists = [f for f in os.listdir(scratch) if f.endswith((".tar.gz", ".zip"))]
+    if len(sdists) != 1:
+        fail(3, f"pip download left {sorted(os.listdir(scratch))}, not one sdist")
+    sdist = os.path.join(scratch, sdists[0])
+    requirements = requirements_of(sdist)
+    if requirements:
+        pip("install", "--target", deps, *requirements)
+    # setup.py imports torch: build against the venv's torch (no build isolation, which
+    # would download torch again); wheel and setuptools serve the build only.
+    build_tools = os.path.join(scratch, "build-tools")
+    pip("install", "--target", build_tools, "wheel", "setuptools<81")
+    env = dict(os.environ, PYTHONPATH=f"{build_tools}:{deps}", DS_BUILD_OPS="0",
+               DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu"))
+    pip("install", "--target", site, "--no-deps", "--no-build-isolation", sdist, env=env)
+    check = run_guarded(
         [sys.executable, "-c", "import deepspeed, torch, sys; "
-         "print(deepspeed.__version__, deepspeed.__file__, torch.__file__)"],
-        env=dict(os.environ, PYTHONPATH=f"{site}:{deps}",
-                 DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu")),
-        capture_output=True, text=True)
-    words = check.stdout.split()
+         "print('TRAINREPRO-IMPORTED', deepspeed.__version__, deepspeed.__file__, torch.__file__)"],
+        env=dict(os.environ, PYTHONPATH=f"{site}:{deps}", PYTHONDONTWRITEBYTECODE="1",
+                 TORCHINDUCTOR_CACHE_DIR=os.path.join(os.environ["TMPDIR"], "torchinductor"),
+                 DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu")))
+    line = next((l for l in check.stdout.splitlines() if l.startswith("TRAINREPRO-IMPORTED ")), "")
+    words = line.split()[1:]
     if check.returncode != 0 or len(words) != 3:
-        tail = "\n".join(check.stderr.strip().splitlines()[-8:])
+        tail = "\n".join(check.stdout.strip().splitlines()[-8:])
         fail(3, f"deepspeed {version} was installed but does not import:\n{tail}")
     if words[0] != version or not words[1].startswith(site):
         fail(3, f"the installed package is deepspeed {words[0]} from {words[1]}, not {version} from {site}")
     if words[2].startswith(home):
         fail(3, f"torch was installed again into {home}: {words[2]}")
-    with open(os.path.join(home, STAMP), "w") as stamp:
-        stamp.write(json.dumps({"deepspeed": version, "python": sys.executable,
-                                "seconds": round(time.monotonic() - started)}) + "\n")
+    write_stamp(home, version, time.monotonic() - started)
     say(f"deepspeed=={version} installed in {time.monotonic() - started:.0f} s")
 
 
-def main():
-    if sys.argv[1:] == ["--list"]:
-        index = os.environ.get("TRAINREPRO_PYPI_JSON") or DEFAULT_INDEX
-        if os.environ.get("TRAINREPRO_OFFLINE") == "1" and not index.startswith("file:"):
-            fail(3, f"the release list comes from {index}, and TRAINREPRO_OFFLINE=1 forbids "
-                    "reaching it (TRAINREPRO_PYPI_JSON may name a file:// copy)")
-        releases = published_releases(index)
-        print("TRAINREPRO-RELEASES " + json.dumps(releases))
+def list_releases(arguments):
+    url = index_url()
+    if offline() and not url.startswith("file:"):
+        fail(3, f"the release list comes from {named(url)}, and TRAINREPRO_OFFLINE forbids "
+                "reaching it (TRAINREPRO_PYPI_JSON may name a file:// copy)")
+    text = json.dumps(published_releases(url))
+    if not arguments:
+        print("TRAINREPRO-RELEASES " + text)
         return
-    if len(sys.argv) != 3:
-        fail(2, "usage: install_release.py VERSION HOME | --list")
-    version, home = sys.argv[1], os.path.abspath(sys.argv[2])
-    if not re.fullmatch(r"\d+\.\d+\.\d+", version):
-        fail(2, f"deepspeed=={version}: expected a release as MAJOR.MINOR.PATCH (0.18.8)")
-    if os.path.exists(os.path.join(home, STAMP)):
-        return
-    os.makedirs(os.path.dirname(home), exist_ok=True)
+    with open(arguments[0] + ".partial", "w") as file:
+        file.write(text + "\n")
+    os.replace(arguments[0] + ".partial", arguments[0])
+
+
+def install_once(version, home):
+    """Installs under HOME.lock, its temporary files in HOME.tmp; a stop signal or a failure
+    removes the partial HOME and HOME.tmp."""
     with open(home + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be installing it: wait for it
-        if os.path.exists(os.path.join(home, STAMP)):
+        if installed(home) or list_earlier_install(version, home):
             return
-        if os.environ.get("TRAINREPRO_OFFLINE") == "1":
-            fail(3, f"deepspeed=={version} is not installed in {home} and TRAINREPRO_OFFLINE=1 "
+        if offline():
+            fail(3, f"deepspeed=={version} is not installed in {home} and TRAINREPRO_OFFLINE "
                     "forbids installing it")
-        releases = published_releases(os.environ.get("TRAINREPRO_PYPI_JSON") or DEFAULT_INDEX)
+        releases = published_releases(index_url())
         usable = [v for v, yanked in releases.items() if not yanked]
         if version not in releases:
             fail(2, f"PyPI has no deepspeed {version}; the nearest releases: "
@@ -183,8 +243,38 @@ def main():
         if releases[version]:
             fail(2, f"deepspeed {version} was yanked from PyPI; the nearest releases: "
                     f"{', '.join(nearest(version, usable))}")
-        install(version, home)
+        private_temporary_folder(home + ".tmp")
+        finished = False
+        try:
+            install(version, home)
+            finished = True
+        finally:
+            shutil.rmtree(home + ".tmp", ignore_errors=True)
+            if not finished:
+                shutil.rmtree(home, ignore_errors=True)
+
+
+def main():
+    guard_installer()
+    if sys.argv[1:2] == ["--list"] and len(sys.argv) <= 3:
+        list_releases(sys.argv[2:])
+        return
+    if len(sys.argv) != 3:
+        fail(2, "usage: install_release.py VERSION HOME | --list [FILE]")
+    version, home = sys.argv[1], os.path.abspath(sys.argv[2])
+    if not is_release(version):
+        fail(2, f"deepspeed=={excerpt(version)}: expected a release as MAJOR.MINOR.PATCH in "
+                "ASCII digits, at most 6 each (0.18.8)")
+    offline()  # a bad value is refused before anything else
+    if installed(home):
+        return
+    os.makedirs(os.path.dirname(home), mode=0o700, exist_ok=True)
+    install_once(version, home)
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Stopped as stopped:
+        say(f"stopped by signal {stopped.number}; nothing was left installed")
+        sys.exit(exit_code_of(stopped))

@@ -49,7 +49,7 @@ def main():
         return 2
     trainrepro, scenario, affected, fixed = sys.argv[1:]
     missing = [r for r in (affected, fixed) if not installed(r)]
-    if missing and os.environ.get("TRAINREPRO_OFFLINE") == "1":
+    if missing and os.environ.get("TRAINREPRO_OFFLINE", "").lower() in ("1", "true", "yes"):
         print(f"SKIP: DeepSpeed {', '.join(missing)} not installed in {cache()}, and "
               "TRAINREPRO_OFFLINE=1 forbids installing it")
         return SKIP

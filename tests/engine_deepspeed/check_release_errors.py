@@ -1,7 +1,9 @@
 """`run --engine deepspeed==VERSION` and `bisect` on what cannot be installed or searched: each a
 clear message, the documented exit code, nothing written and nothing left in the cache. Hermetic: the release list
 comes from a file:// fixture (TRAINREPRO_PYPI_JSON) and the cache is a temporary folder, so it
-runs in the normal suite without network or DeepSpeed.
+runs in the normal suite without network or DeepSpeed. Bad input in the environment too: a
+release list that is a device, a FIFO, a list or too big for bisect's output; versions in
+Unicode digits or 10,000 characters long; TRAINREPRO_OFFLINE spelt true; a mirror's password.
 
 Usage: check_release_errors.py TRAINREPRO
 """
@@ -11,6 +13,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SCENARIO = "scenarios/accumulation/gas-missing.json"
@@ -23,7 +26,13 @@ INDEX = {"releases": {
     "0.18.7": [],
     "0.19.0": [{"filename": "deepspeed-0.19.0.tar.gz", "yanked": False}],
     "0.19.0rc1": [{"filename": "deepspeed-0.19.0rc1.tar.gz", "yanked": False}],
+    # Python's \d reads Arabic-Indic digits as digits; a release folder must not be named so.
+    "\u0660.\u0661\u0669.\u0668": [{"filename": "deepspeed-x.tar.gz", "yanked": False}],
 }}
+# 300 releases (PyPI lists 133 in 2026): more than a launcher's output tail holds on one line.
+MANY = {"releases": {f"0.{minor}.0": [{"filename": "x.tar.gz", "yanked": False}]
+                     for minor in range(1, 301)}}
+LONG_VERSION = "0." + "1" * 10000 + ".8"
 
 
 def main():
@@ -33,6 +42,19 @@ def main():
         folder = pathlib.Path(folder)
         index = folder / "deepspeed.json"
         index.write_text(json.dumps(INDEX))
+        def fixture(name, document):
+            path = folder / name
+            path.write_text(document if isinstance(document, str) else json.dumps(document))
+            return path.as_uri()
+        many = fixture("many.json", MANY)
+        as_list = fixture("list.json", [INDEX])
+        files_as_string = fixture("files-string.json",
+                                  {"releases": {"0.18.4": "deepspeed-0.18.4.tar.gz"}})
+        fifo = folder / "fifo.json"
+        os.mkfifo(fifo)
+        # pip gives up at once on a refused connection: the install fails with pip's own words.
+        no_pip = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_RETRIES": "0",
+                  "PIP_TIMEOUT": "2"}
         def run(engine):
             return ["run", SCENARIO, "--engine", engine]
 
@@ -45,10 +67,44 @@ def main():
             ("yanked release", run("deepspeed==0.18.5"), {}, 2,
              "deepspeed 0.18.5 was yanked from PyPI; the nearest releases: 0.18.4, 0.18.6, 0.19.0"),
             ("offline", run("deepspeed==0.18.6"), {"TRAINREPRO_OFFLINE": "1"}, 3,
-             "TRAINREPRO_OFFLINE=1 forbids installing it"),
+             "TRAINREPRO_OFFLINE forbids installing it"),
+            # true and yes are on, as scripts/env.sh reads them; the index would not answer.
+            ("offline spelt true", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_OFFLINE": "true", "TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
+             "TRAINREPRO_OFFLINE forbids installing it"),
+            ("offline spelt yes", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_OFFLINE": "YES", "TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
+             "TRAINREPRO_OFFLINE forbids installing it"),
+            ("offline misspelt", run("deepspeed==0.18.6"), {"TRAINREPRO_OFFLINE": "ture"}, 2,
+             "TRAINREPRO_OFFLINE: expected 1, true or yes (on) or 0, false, no or empty (off); "
+             "found \"ture\""),
+            ("release list is a device", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_PYPI_JSON": "file:///dev/zero"}, 2,
+             "TRAINREPRO_PYPI_JSON=file:///dev/zero: expected a regular file, found a character "
+             "device"),
+            ("release list is a FIFO", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_PYPI_JSON": fifo.as_uri()}, 2, "expected a regular file, found a FIFO"),
+            ("release list is a list", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_PYPI_JSON": as_list}, 3,
+             ": the document: expected an object, found a list"),
+            ("files as a string", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_PYPI_JSON": files_as_string}, 3,
+             ": /releases/0.18.4: expected a list of files, found a string"),
+            ("mirror password masked", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_PYPI_JSON": "http://mirror-user:s3cret-pw@127.0.0.1:9/deepspeed/json"},
+             3, "cannot reach the package index "
+                "TRAINREPRO_PYPI_JSON=http://***@127.0.0.1:9/deepspeed/json", {"absent": "s3cret"}),
+            ("10,000-character version", run("deepspeed==" + LONG_VERSION), {}, 2,
+             "found \"deepspeed==0.11111", {"absent": "1" * 200, "at_most": 1000}),
+            ("Unicode-digit version", run("deepspeed==\u0660.\u0661\u0669.\u0668"), {}, 2,
+             "--engine: expected reference, deepspeed, deepspeed==VERSION"),
+            ("cache path with ':'", run("deepspeed==0.18.6"), {"TRAINREPRO_CACHE": "/tmp/a:b"}, 2,
+             "TRAINREPRO_CACHE: expected an absolute path without ':'"),
+            ("relative cache path", run("deepspeed==0.18.6"), {"TRAINREPRO_CACHE": "cache"}, 2,
+             "TRAINREPRO_CACHE: expected an absolute path without ':'"),
             ("no network", run("deepspeed==0.18.6"),
              {"TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
-             "cannot reach the package index http://127.0.0.1:9/"),
+             "cannot reach the package index TRAINREPRO_PYPI_JSON=http://127.0.0.1:9/"),
             ("misspelt", run("deepspeed=0.18.6"), {}, 2,
              "--engine: expected reference, deepspeed, deepspeed==VERSION"),
             ("not a release", run("deepspeed==0.18"), {}, 2,
@@ -63,12 +119,27 @@ def main():
              "bisect: --engine must be deepspeed"),
             ("bisect no network", bisect("0.18.4", "0.19.0"),
              {"TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
-             "cannot reach the package index http://127.0.0.1:9/"),
+             "cannot reach the package index TRAINREPRO_PYPI_JSON=http://127.0.0.1:9/"),
             # The release list is read, the first probe cannot install: the search stops there.
             ("bisect offline", bisect("0.18.4", "0.19.0"), {"TRAINREPRO_OFFLINE": "1"}, 3,
              "bisect stopped: deepspeed 0.18.4 gave no outcome to compare"),
+            ("bisect Unicode-digit release", bisect("\u0660.\u0661\u0669.\u0668", "0.19.0"),
+             {}, 2, "bisect: --good: expected a release as MAJOR.MINOR.PATCH in ASCII digits",
+             {"no_release_folder": True}),
+            ("bisect 10,000-character release", bisect("0.18.4", LONG_VERSION), {}, 2,
+             "bisect: --bad: expected a release", {"absent": "1" * 200, "at_most": 1000}),
+            ("bisect 300 releases", bisect("0.1.0", "0.300.0"),
+             {"TRAINREPRO_PYPI_JSON": many, "TRAINREPRO_OFFLINE": "1"}, 3,
+             "300 releases from 0.1.0 (good) to 0.300.0 (bad)"),
+            ("bisect bad cache path", bisect("0.18.4", "0.19.0"), {"TRAINREPRO_CACHE": "/x:y"}, 2,
+             "bisect: TRAINREPRO_CACHE: expected an absolute path"),
+            # The install's reason, pip's own lines included, under the probe's line.
+            ("bisect install failure", bisect("0.18.4", "0.19.0"), no_pip, 3,
+             "pip download failed"),
         ]
-        for name, arguments, extra, code, text in cases:
+        for case in cases:
+            name, arguments, extra, code, text = case[:5]
+            checks = case[5] if len(case) > 5 else {}
             cache = folder / name.replace(" ", "-")
             results = folder / (name.replace(" ", "-") + "-results")
             env = {k: v for k, v in os.environ.items() if k != "TRAINREPRO_OFFLINE"}
@@ -82,7 +153,16 @@ def main():
             if completed.returncode != code:
                 failures.append(f"{name}: exit {completed.returncode}, expected {code}:\n{output}")
             elif text not in output:
-                failures.append(f"{name}: the output lacks {text!r}:\n{output}")
+                failures.append(f"{name}: the output lacks {text!r}:\n{output[:3000]}")
+            elif checks.get("absent") and checks["absent"] in output:
+                failures.append(f"{name}: the output shows {checks['absent'][:40]!r}:\n"
+                                f"{output[:3000]}")
+            elif len(output) > checks.get("at_most", len(output)):
+                failures.append(f"{name}: {len(output)} characters of output, at most "
+                                f"{checks['at_most']} expected:\n{output[:3000]}")
+            elif checks.get("no_release_folder") and cache.exists() and any(
+                    p.name.startswith("deepspeed-") for p in cache.iterdir()):
+                failures.append(f"{name}: a release folder was made: {sorted(cache.iterdir())}")
             elif results.exists() and any(results.iterdir()):
                 failures.append(f"{name}: results were written: {sorted(results.iterdir())}")
             elif cache.exists() and any(p.name.endswith("complete") for p in cache.rglob("*")):

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "harness/pipeline/release_bisection.h"
 #include "harness/worker/managed_release.h"
@@ -109,6 +111,24 @@ TEST(EngineChoice, ReadsTheThreeSpellingsAndRefusesOthers) {
   for (const char* bad : {"deepspeed=0.18.6", "deepspeed==0.18", "deepspeed==latest", "DeepSpeed",
                           "deepspeed==0.18.6 ", ""}) {
     EXPECT_THROW(parse_engine_choice(bad), std::invalid_argument) << bad;
+  }
+}
+
+TEST(EngineChoice, ReleasesAreAsciiDigitsOfBoundedLength) {
+  EXPECT_TRUE(is_release_text("0.18.10"));
+  EXPECT_TRUE(is_release_text("123456.0.1"));
+  for (const std::string& bad : std::vector<std::string>{
+           "\u0660.\u0661\u0669.\u0668", "0.18.6.1", "0..6", ".18.6", "0.18.", "1234567.0.1",
+        "0.18.6\n", "0.1e1.6", "0." + std::string(10000, '1') + ".8"}) {
+    EXPECT_FALSE(is_release_text(bad)) << bad.substr(0, 20);
+  }
+  try {
+    parse_engine_choice("deepspeed==0." + std::string(10000, '1') + ".8");
+    ADD_FAILURE() << "a 10,000-character release was accepted";
+  } catch (const std::invalid_argument& error) {
+    const std::string message = error.what();
+    EXPECT_LT(message.size(), 400u) << message.substr(0, 400);
+    EXPECT_NE(message.find("(10015 characters)"), std::string::npos) << message.substr(0, 400);
   }
 }
 
