@@ -5,12 +5,20 @@ script's own files, its environment's packages and its output are left alone.
 
 A sitecustomize of the user's own environment is shadowed by this one, so it is run here, as
 Python would have run it.
+
+Each watched Python also outlives trainrepro only briefly: when trainrepro is gone (killed with
+SIGKILL, which leaves it no time to stop the command itself), a daemon thread sends this process
+SIGTERM, then SIGKILL 10 s later. trainrepro is named by TRAINREPRO_WATCH_PARENT ("pid:start
+time in clock ticks"), so that a process that later gets its pid is not taken for it.
 """
 import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
+import signal
 import sys
+import threading
+import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -57,6 +65,28 @@ class _PatchingLoader(importlib.abc.Loader):
         return getattr(self._loader, name)
 
 
+def _start_time(pid):
+    """/proc/<pid>/stat's starttime (field 22), None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return fields[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def _end_with_trainrepro(parent):
+    pid, _, started = parent.partition(":")
+    while _start_time(pid) == started:
+        time.sleep(1.0)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(10.0)  # a handler that saves a checkpoint has as long as trainrepro gives
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 if os.environ.get("TRAINREPRO_WATCH_DIR"):
     sys.meta_path.insert(0, _WrapDeepSpeedOnImport())
+    if os.environ.get("TRAINREPRO_WATCH_PARENT", "").partition(":")[2].isdigit():
+        threading.Thread(target=_end_with_trainrepro, args=(os.environ["TRAINREPRO_WATCH_PARENT"],),
+                         name="trainrepro-watch-parent", daemon=True).start()
 _run_the_users_sitecustomize()
