@@ -15,6 +15,7 @@
 #include "harness/report/watch_report.h"
 #include "harness/verdict/verdict.h"
 #include "harness/watch/watch_launch.h"
+#include "harness/watch/watched_process_ends.h"
 
 namespace trainrepro {
 namespace {
@@ -91,11 +92,19 @@ constexpr size_t kOutputTailBytes = 64 * 1024;
 int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchReport& report,
                      std::vector<RankRecording>& ranks) {
   const RankLaunch& launch = watched.launch;
+  // Which processes a signal killed, when watch itself did not (--timeout kills them all).
+  std::string killed;
+  if (!launch.timed_out) {
+    for (const std::string& death : signal_deaths(watched.recordings_folder, launch)) {
+      killed += (killed.empty() ? " (" : "; ") + death;
+    }
+    if (!killed.empty()) killed += ")";
+  }
   const std::string command_ended =
       launch.timed_out
           ? "the command did not finish within " + std::to_string(args.timeout_seconds) +
                 " s (--timeout) and was killed with its processes"
-          : "the command ended with exit code " + std::to_string(launch.exit_code);
+          : "the command ended with exit code " + std::to_string(launch.exit_code) + killed;
   const std::string tail =
       "; its last lines:\n" +
       indented(traceback_tail(tail_of_file(watched.output_file, kOutputTailBytes)));
@@ -103,6 +112,18 @@ int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchRep
     ranks = read_watch_recording(watched.recordings_folder);
   } catch (const std::exception& error) {
     report.problem = std::string("the watch's recordings cannot be read: ") + error.what();
+    return kExitInfrastructure;
+  }
+  const std::vector<int64_t> engines = ranks_with_an_engine(watched.recordings_folder);
+  if (ranks.empty() && !engines.empty()) {
+    std::string which;
+    for (int64_t rank : engines) which += (which.empty() ? "" : ", ") + std::to_string(rank);
+    report.problem = "DeepSpeed engines were created (rank" +
+                     std::string(engines.size() == 1 ? " " : "s ") + which +
+                     "), but no rank wrote its recording of the watched steps (written after "
+                     "--steps " + std::to_string(args.steps) +
+                     " optimizer steps, or when the script exits normally): " + command_ended +
+                     tail;
     return kExitInfrastructure;
   }
   if (ranks.empty()) {

@@ -10,8 +10,16 @@ Each watched Python also outlives trainrepro only briefly: when trainrepro is go
 SIGKILL, which leaves it no time to stop the command itself), a daemon thread sends this process
 SIGTERM, then SIGKILL 10 s later. trainrepro is named by TRAINREPRO_WATCH_PARENT ("pid:start
 time in clock ticks"), so that a process that later gets its pid is not taken for it.
+
+And so that trainrepro can say which rank a signal killed (torchrun and DeepSpeed's launcher
+reap their ranks; trainrepro never sees those exits): a Python started with RANK set writes
+process-<pid>.json (its pid and rank) into TRAINREPRO_WATCH_DIR, and every watched Python's
+subprocess.Popen, once poll() or wait() finds a child ended by a signal, writes exit-<pid>.json
+(the child's pid and the signal).
 """
+import functools
 import importlib.abc
+import json
 import importlib.machinery
 import importlib.util
 import os
@@ -84,8 +92,41 @@ def _end_with_trainrepro(parent):
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _write_small_json(name, record):
+    path = os.path.join(os.environ["TRAINREPRO_WATCH_DIR"], name)
+    try:
+        with open(path + ".partial", "w") as out:
+            json.dump(record, out)
+        os.replace(path + ".partial", path)
+    except OSError:
+        pass  # what trainrepro says is less precise; the user's run goes on
+
+
+def _noting_signal_deaths(method):
+    @functools.wraps(method)
+    def noting(self, *args, **kwargs):
+        result = method(self, *args, **kwargs)
+        if self.returncode is not None and self.returncode < 0 and \
+                not getattr(self, "_trainrepro_noted", False):
+            self._trainrepro_noted = True
+            _write_small_json(f"exit-{self.pid}.json", {"pid": self.pid,
+                                                        "signal": -self.returncode})
+        return result
+    return noting
+
+
+def _record_ranks_and_their_ends():
+    import subprocess
+    if os.environ.get("RANK", "").isdigit():
+        _write_small_json(f"process-{os.getpid()}.json",
+                          {"pid": os.getpid(), "rank": int(os.environ["RANK"])})
+    subprocess.Popen.poll = _noting_signal_deaths(subprocess.Popen.poll)
+    subprocess.Popen.wait = _noting_signal_deaths(subprocess.Popen.wait)
+
+
 if os.environ.get("TRAINREPRO_WATCH_DIR"):
     sys.meta_path.insert(0, _WrapDeepSpeedOnImport())
+    _record_ranks_and_their_ends()
     if os.environ.get("TRAINREPRO_WATCH_PARENT", "").partition(":")[2].isdigit():
         threading.Thread(target=_end_with_trainrepro, args=(os.environ["TRAINREPRO_WATCH_PARENT"],),
                          name="trainrepro-watch-parent", daemon=True).start()

@@ -8,12 +8,14 @@ output in memory (issue 50 items 2 and 4, issue 51):
     their own (sitecustomize), torchrun by its parent-death signal;
   - 200 MB of output: passed through to trainrepro's stdout, and trainrepro's peak resident
     memory grows by far less than that over a run that prints one line;
-  - output appears while the command runs, not when it ends.
+  - output appears while the command runs, not when it ends;
+  - a rank that dies by SIGKILL (as by the kernel's OOM killer) is named, with the signal.
 Before the fix: the ranks and the sleeps survived, adopted by init; the output was read whole.
 
 Usage: check_watch_processes.py TRAINREPRO TORCH_PYTHON [WORD…: only the cases named so]
 """
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -123,6 +125,22 @@ def background_case(trainrepro, python):
         return problems + survivors(folder, "background")
 
 
+def killed_rank_case(trainrepro, python):
+    """torchrun reaps its ranks, so only what the ranks' launcher saw can say which one a signal
+    killed: the verdict names rank 1 and SIGKILL (before: only torchrun's exit code 1)."""
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run([trainrepro, "watch", "--timeout", "300", "--", *torchrun(python),
+                               SCRIPT, folder, "--killed-rank", "1"], capture_output=True,
+                              text=True, cwd=folder, env=ENVIRONMENT)
+        output = done.stdout + done.stderr
+        problems = []
+        if done.returncode != 3 or not re.search(r"rank 1 \(pid [0-9]+\) was killed by SIGKILL",
+                                                 output):
+            problems.append(f"killed rank: exit {done.returncode}, rank 1's SIGKILL not said:\n"
+                            f"{output[-3000:]}")
+        return problems + survivors(folder, "killed rank")
+
+
 def peak_resident_kib(command, folder, stdout):
     """Runs `command`; returns (exit status, its peak resident set in KiB: ru_maxrss)."""
     process = subprocess.Popen(command, cwd=folder, env=ENVIRONMENT, stdout=stdout,
@@ -195,6 +213,7 @@ def main():
         ("SIGTERM to trainrepro", lambda: stop_signal_case(trainrepro, python, signal.SIGTERM)),
         ("a script's background sleeps", lambda: background_case(trainrepro, python)),
         ("SIGKILL to trainrepro", lambda: stop_signal_case(trainrepro, python, signal.SIGKILL)),
+        ("a rank killed by a signal is named", lambda: killed_rank_case(trainrepro, python)),
         ("200 MB of output", lambda: large_output_case(trainrepro, python)),
         ("output while the command runs", lambda: live_output_case(trainrepro, python)),
     ]
