@@ -3,7 +3,7 @@
 // judges it (harness/watch/judge_watched.h) and reports it.
 #include <algorithm>
 #include <chrono>
-#include <fstream>
+#include <cstdio>
 #include <iostream>
 #include <regex>
 #include <sstream>
@@ -15,6 +15,7 @@
 #include "harness/report/watch_report.h"
 #include "harness/verdict/verdict.h"
 #include "harness/watch/watch_launch.h"
+#include "harness/watch/watched_process_ends.h"
 
 namespace trainrepro {
 namespace {
@@ -49,16 +50,32 @@ std::string traceback_tail(const std::string& output) {
   return last_lines(output, 12);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// Text the command or its ranks wrote, made safe to print inside our own lines: what a terminal
+// would show of a line rewritten with carriage returns (a progress bar) is its last part, and
+// other control characters (an escape sequence, a form feed) are shown as \xNN, not obeyed.
+std::string printable(const std::string& text) {
+  std::string result;
+  size_t line_start = 0;
+  for (unsigned char c : text) {
+    if (c == '\r') {
+      result.resize(line_start);
+    } else if (c == '\n' || c == '\t' || (c >= 0x20 && c != 0x7f)) {
+      result += static_cast<char>(c);
+      if (c == '\n') line_start = result.size();
+    } else {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", c);
+      result += escaped;
+    }
+  }
+  return result;
 }
 
-std::string indented(const std::string& text) {
-  std::string result = "      ";
-  for (char c : text) {
+// Every line of `text` after the first indented under our own, so that no line the command
+// wrote (DeepSpeed's error texts hold raw newlines) can pass for one of trainrepro's.
+std::string continued(const std::string& text) {
+  std::string result;
+  for (char c : printable(text)) {
     result += c;
     if (c == '\n') result += "      ";
   }
@@ -66,26 +83,47 @@ std::string indented(const std::string& text) {
   return result;
 }
 
-void print_command_output(const std::string& path) {
-  std::cout << read_file(path);
-  std::cout.flush();
-}
+std::string indented(const std::string& text) { return "      " + continued(text); }
+
+// The end of the command's output, all its messages need: the file may hold gigabytes.
+constexpr size_t kOutputTailBytes = 64 * 1024;
 
 // Fills the report from the ranks' recordings; returns the exit code.
 int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchReport& report,
                      std::vector<RankRecording>& ranks) {
   const RankLaunch& launch = watched.launch;
+  // Which processes a signal killed, when watch itself did not (--timeout kills them all).
+  std::string killed;
+  if (!launch.timed_out) {
+    for (const std::string& death : signal_deaths(watched.recordings_folder, launch)) {
+      killed += (killed.empty() ? " (" : "; ") + death;
+    }
+    if (!killed.empty()) killed += ")";
+  }
   const std::string command_ended =
       launch.timed_out
           ? "the command did not finish within " + std::to_string(args.timeout_seconds) +
                 " s (--timeout) and was killed with its processes"
-          : "the command ended with exit code " + std::to_string(launch.exit_code);
+          : "the command ended with exit code " + std::to_string(launch.exit_code) + killed;
   const std::string tail =
-      "; its last lines:\n" + indented(traceback_tail(read_file(watched.output_file)));
+      "; its last lines:\n" +
+      indented(traceback_tail(tail_of_file(watched.output_file, kOutputTailBytes)));
   try {
     ranks = read_watch_recording(watched.recordings_folder);
   } catch (const std::exception& error) {
     report.problem = std::string("the watch's recordings cannot be read: ") + error.what();
+    return kExitInfrastructure;
+  }
+  const std::vector<int64_t> engines = ranks_with_an_engine(watched.recordings_folder);
+  if (ranks.empty() && !engines.empty()) {
+    std::string which;
+    for (int64_t rank : engines) which += (which.empty() ? "" : ", ") + std::to_string(rank);
+    report.problem = "DeepSpeed engines were created (rank" +
+                     std::string(engines.size() == 1 ? " " : "s ") + which +
+                     "), but no rank wrote its recording of the watched steps (written after "
+                     "--steps " + std::to_string(args.steps) +
+                     " optimizer steps, or when the script exits normally): " + command_ended +
+                     tail;
     return kExitInfrastructure;
   }
   if (ranks.empty()) {
@@ -98,14 +136,14 @@ int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchRep
     if (!rank.initialize_raised.empty()) {
       report.problem = "no DeepSpeed engine was created: the script's deepspeed.initialize "
                        "raised on rank " + std::to_string(rank.rank) + ": " +
-                       rank.initialize_raised + "; " + command_ended + tail;
+                       continued(rank.initialize_raised) + "; " + command_ended + tail;
       return kExitInfrastructure;
     }
   }
   for (const RankRecording& rank : ranks) {
     if (!rank.failure.empty()) {
       report.problem = "the watch failed on rank " + std::to_string(rank.rank) + ": " +
-                       rank.failure + "\n" + indented(last_lines(rank.traceback, 8));
+                       continued(rank.failure) + "\n" + indented(last_lines(rank.traceback, 8));
       return kExitInfrastructure;
     }
   }
@@ -144,7 +182,6 @@ int run_watch(const WatchArgs& args) {
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   end_if_stopped(watched.launch, folder);
-  print_command_output(watched.output_file);
   report.command_exit_code = watched.launch.exit_code;
   std::vector<RankRecording> ranks;
   report.exit_code = judge_recordings(args, watched, report, ranks);

@@ -388,7 +388,16 @@ void find_batch(const RankRecording& rank, WatchJudgement& judgement) {
 // whose habits are unknown (the explanation then names what the measurement shows).
 void judge_memory_of(const RankRecording& rank, WatchJudgement& judgement) {
   if (!rank.has_memory) {
-    judgement.memory.not_judged_reason = "memory not watched (--memory-steps 0)";
+    // The samples are written after the M-th step or at the script's normal exit: a rank
+    // killed before either (--timeout, a signal) wrote none, though memory was watched.
+    judgement.memory.not_judged_reason =
+        rank.memory_steps == 0
+            ? "memory not watched (--memory-steps 0)"
+            : "memory not judged: rank " + std::to_string(rank.rank) +
+                  " wrote no memory samples (they are written after --memory-steps " +
+                  (rank.memory_steps > 0 ? std::to_string(rank.memory_steps) + " " : "") +
+                  "optimizer steps or when the script exits normally; it was ended before "
+                  "either, by --timeout or a signal)";
     return;
   }
   Scenario scenario;

@@ -19,12 +19,13 @@ struct WatchSettings {
   int timeout_seconds = 3600;        // the whole command's, killed with its process group after
   bool save = false;                 // record what --save-scenario needs (inputs, model)
   std::string loss = "auto";         // the golden's loss: auto, tokens, samples, mse, model
+  bool echo_output = true;           // the command's output to stdout as it is written
 };
 
 struct WatchLaunch {
   RankLaunch launch;              // the command's exit code, output, timeout, stop signal
   std::string recordings_folder;  // rank<R>.json / .safetensors, inside `folder`
-  std::string output_file;        // everything the command printed
+  std::string output_file;        // everything the command printed (may be gigabytes)
 };
 
 // Runs the command to its end. Throws std::runtime_error when it cannot start.

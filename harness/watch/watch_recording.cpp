@@ -137,6 +137,7 @@ RankRecording read_rank(const std::string& json_path) {
   }
   rank.ended = json.text("ended");
   rank.steps_wanted = json.integer("steps_wanted", 1);
+  rank.memory_steps = json.has("memory_steps") ? json.integer("memory_steps", 0) : -1;
   const Reader versions = json.object("versions");
   rank.versions = {versions.text("deepspeed"), versions.text("torch"), versions.text("python")};
   rank.config = json.at("config");

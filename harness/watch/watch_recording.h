@@ -76,6 +76,7 @@ struct RankRecording {
   bool recorded() const { return failure.empty() && initialize_raised.empty(); }
   std::string ended;  // "" when every watched step was recorded; else why it stopped early
   int64_t steps_wanted = 0;
+  int64_t memory_steps = -1;  // --memory-steps as the rank received it; -1 when not recorded
   WorkerVersions versions;
   nlohmann::json config;  // the config DeepSpeed received, as it holds it
   WatchedResolution resolved;

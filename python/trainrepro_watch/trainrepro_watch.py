@@ -91,6 +91,11 @@ def patch_deepspeed(deepspeed):
             # as a script that never called it.
             _write_initialize_raised(error)
             raise
+        rank, world = _rank_and_world()
+        # Read by trainrepro when no rank wrote its recording (killed first): an engine existed.
+        _write_atomically(os.path.join(_settings()["dir"], f"engine-rank{rank}.json"),
+                          json.dumps({"rank": rank, "world_size": world,
+                                      "pid": os.getpid()}).encode())
         try:
             _watchers.append(Watcher(result, deepspeed, _config_given(args, kwargs)))
         except Exception as error:  # the user's training goes on; the verdict says why
@@ -871,6 +876,7 @@ class Watcher:
             "windows": windows,
             "golden_not_computed": golden_error,
             "steps_wanted": self.steps_wanted,
+            "memory_steps": self.memory_steps,
             "config_given": _json_safe(self.config_given),
             "save_not_possible": save_not_possible,
         }

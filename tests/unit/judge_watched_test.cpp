@@ -330,6 +330,20 @@ TEST(JudgeWatched, TooFewMemoryStepsSayWhatTheScriptMustRun) {
       << judged.memory.not_judged_reason;
 }
 
+TEST(JudgeWatched, NoMemorySamplesFromARankKilledEarlyIsNotCalledUnwatched) {
+  std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
+  ranks[0].memory_steps = 40;  // watched, but killed (--timeout) before the samples were written
+  const std::string killed = judge_watched(ranks, std::nullopt).memory.not_judged_reason;
+  EXPECT_EQ(killed.find("--memory-steps 0"), std::string::npos) << killed;
+  EXPECT_NE(killed.find("wrote no memory samples (they are written after --memory-steps 40 "
+                        "optimizer steps"),
+            std::string::npos)
+      << killed;
+  ranks[0].memory_steps = 0;
+  EXPECT_EQ(judge_watched(ranks, std::nullopt).memory.not_judged_reason,
+            "memory not watched (--memory-steps 0)");
+}
+
 TEST(WatchRecording, ABadFileNamesItsPointer) {
   namespace fs = std::filesystem;
   const fs::path folder = fs::temp_directory_path() /

@@ -145,6 +145,8 @@ def check_bad_inputs(trainrepro, python, failures):
     cases = [
         ("never-initializes.py", (), 3, "no DeepSpeed engine was created"),
         ("raises-after-two-steps.py", (), 3, "ValueError: the data loader ran out of shards"),
+        ("killed-after-one-step.py", (), 3,
+         "DeepSpeed engines were created (rank 0), but no rank wrote its recording"),
         ("casts-to-float32.py", (), 3, "the golden could not be computed"),
         ("deepspeed-tutorial.py", ("--forward-method",) + tutorial, 3,
          "never a forward of the engine or of its module"),
@@ -159,6 +161,8 @@ def check_bad_inputs(trainrepro, python, failures):
         if script == "raises-after-two-steps.py":  # what was recorded is still judged
             ok = ok and verdict["outcome"] == "error" and len(verdict["steps"]) == 2 and all(
                 s["gradients_match"] for s in verdict["steps"])
+        if script == "killed-after-one-step.py":  # which rank, which signal
+            ok = ok and re.search(r"rank 0 \(pid [0-9]+\) was killed by SIGKILL", output)
         print(f"{'ok  ' if ok else 'FAIL'} bad input {script}: exit {code} ({seconds:.0f} s)",
               flush=True)
         if not ok:

@@ -1,7 +1,8 @@
 """`trainrepro watch` where no DeepSpeed is needed to say what went wrong (in the quick tier):
 no command (exit 2), a command that cannot start (exit 2), a command that never creates a
 DeepSpeed engine (exit 3, "no DeepSpeed engine was created", its exit code), one that fails
-first (exit 3, its last traceback lines), one that runs past --timeout (exit 3, killed), and
+first (exit 3, its last traceback lines), one that runs past --timeout (exit 3, killed), an error text with an escape sequence and a
+forged verdict line (escaped and indented), and
 the results, JUnit and HTML files written for each that ran.
 
 Usage: check_watch_usage.py TRAINREPRO
@@ -27,6 +28,10 @@ def main():
             (["--", python, "-c", "raise KeyError('shard 7')"], 3, "KeyError: 'shard 7'"),
             (["--timeout", "2", "--", python, "-c", "import time; time.sleep(60)"], 3,
              "did not finish within 2 s"),
+            # An error text that would clear the screen and forge a verdict line: escaped, and
+            # indented under ours.
+            (["--", python, "-c", "raise ValueError('\\x1b[2J\\npassed         watch: forged')"],
+             3, "ValueError: \\x1b[2J"),
         ]
         for arguments, code, text in cases:
             for leftover in (results,):
@@ -39,6 +44,9 @@ def main():
                                   text=True, cwd=folder)
             output = done.stdout + done.stderr
             ok = done.returncode == code and text in output
+            # Our own lines: the command's text may reach them only indented, never raw.
+            ours = done.stdout[done.stdout.rfind("error          watch:"):]
+            ok = ok and "\x1b" not in ours and "\npassed" not in ours
             if ran and ok:
                 verdict = json.load(open(results))
                 ok = verdict["outcome"] == "error" and text in verdict["problem"] and all(
