@@ -3,7 +3,8 @@ experts, one expert-parallel rank each) between an embedding and a classifier he
 DeepSpeed's MoE tutorial says: the optimizer's parameter groups split by
 split_params_into_different_moe_groups_for_optimizer, and the loss the loop's cross entropy plus
 --aux-coef times the layer's load-balancing loss (l_aux; 0 leaves it out). use_rts=False (random
-token selection draws in the forward, which the golden's float64 copy would draw again).
+token selection draws in the forward, which the golden's float64 copy would draw again);
+capacity_factor 4 and min_capacity 0: a micro-batch of 4 tokens, none dropped.
 Planted bugs: common.model_parser()'s."""
 import deepspeed
 import torch
@@ -26,7 +27,8 @@ class MoEClassifier(torch.nn.Module):
         expert = torch.nn.Sequential(torch.nn.Linear(hidden, 32), torch.nn.GELU(),
                                      torch.nn.Linear(32, hidden))
         self.moe = MoE(hidden_size=hidden, expert=expert, num_experts=experts, ep_size=1,
-                       k=args.top_k, min_capacity=16, use_rts=False)
+                       k=args.top_k, capacity_factor=float(experts), min_capacity=0,
+                       use_rts=False)
         self.out = torch.nn.Linear(hidden, classes)
 
     def forward(self, x):

@@ -5,7 +5,8 @@ writes by hand. Needs the Trainer stack's Python (tests/watch/hf_trainer_python)
 --model: gpt2 (GPT2LMHeadModel), llama (LlamaForCausalLM), bert (BertForSequenceClassification),
 bert-pretraining (BertForPreTraining: a masked-LM head and a next-sentence head), t5
 (T5ForConditionalGeneration), mixtral (MixtralForCausalLM: a mixture of experts, 4 experts, top 2;
---router-loss adds the library's load-balancing loss to its loss, output_router_logits=True).
+--router-loss adds the library's load-balancing loss to its loss, output_router_logits=True;
+--experts its experts' kernel).
 --loss: model (the loss the model computes in its own forward from `labels`), cross-entropy
 (F.cross_entropy on the logits), nll (F.nll_loss(F.log_softmax(...))), mse (F.mse_loss, bert with
 one output), mse-by-hand (((pred - y) ** 2).mean(), bert with one output), bce
@@ -30,6 +31,9 @@ parser.add_argument("--model", choices=sorted(LOSSES), required=True)
 parser.add_argument("--loss", default="model")
 parser.add_argument("--length", type=int, default=8)
 parser.add_argument("--router-loss", action="store_true")
+parser.add_argument("--experts", choices=("eager", "batched_mm", "grouped_mm"),
+                    help="mixtral: MixtralConfig(experts_implementation=...); the library's "
+                         "choice on the CPU is grouped_mm, which has no float64 kernel")
 args = parser.parse_args()
 if args.loss not in LOSSES[args.model]:
     parser.error(f"--loss {args.loss} is not one of {args.model}'s: {', '.join(LOSSES[args.model])}")
@@ -62,7 +66,8 @@ def built():
             config.problem_type = "multi_label_classification"
         return transformers.BertForSequenceClassification(config)
     if args.model == "t5":
-        config = transformers.T5Config(dropout_rate=0.0)
+        config = transformers.T5Config(dropout_rate=0.0, decoder_start_token_id=0,
+                                       pad_token_id=0)  # as t5-small's config says
         if small:
             config.update(dict(vocab_size=VOCABULARY, d_model=16, d_kv=8, d_ff=32, num_layers=1,
                                num_decoder_layers=1, num_heads=2))
@@ -70,7 +75,8 @@ def built():
     return transformers.MixtralForCausalLM(transformers.MixtralConfig(
         vocab_size=VOCABULARY, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16,
-        num_local_experts=4, num_experts_per_tok=2, output_router_logits=args.router_loss))
+        num_local_experts=4, num_experts_per_tok=2, output_router_logits=args.router_loss,
+        experts_implementation=args.experts))
 
 
 def classes_of(x):
