@@ -134,7 +134,8 @@ def check_case(trainrepro, python, case, ranks, failures):
         elif expected == "not-judged":  # said so with why (case["why"]), never a diagnosis
             ok = code == 3 and verdict and verdict["outcome"] == "not-judged" and \
                 case["why"] in verdict["not_judged_reason"]
-            said = f"exit {code}, " + (verdict["not_judged_reason"] if verdict else "no results")
+            said = f"exit {code}, " + ((verdict["not_judged_reason"] or found or "no diagnosis")
+                                       if verdict else "no results")
         else:
             ok = code == 1 and (found == expected or expected in memory)
             said = f"{found}" + (f" (memory: {', '.join(memory)})" if memory else "")
