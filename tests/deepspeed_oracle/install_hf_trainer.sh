@@ -7,7 +7,7 @@
 # requires it: installed without dependencies, its others listed here), nothing goes into the
 # user's Python: the oracle runs the torch venv's python with these folders on PYTHONPATH
 # (hf_trainer_env.sh). The stamp is written last, so an interrupted install is redone; a second
-# run does nothing.   Usage: install_hf_trainer.sh [ACCELERATE_VERSION]...
+# run does nothing. Also torchvision (hf_trainer_env.sh says where and why).   Usage: install_hf_trainer.sh [ACCELERATE_VERSION]...
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/../../scripts/env.sh"
@@ -54,6 +54,32 @@ PY
   exec 9>&-
 }
 
+# torchvision for the watched torchvision classifier, without dependencies (torch and numpy are
+# the venv's) but pillow, which torchvision imports.
+install_torchvision() {
+  [[ -f $TRAINREPRO_TORCHVISION_STAMP ]] && return 0
+  mkdir -p "$TRAINREPRO_CACHE"
+  exec 9>"$TRAINREPRO_TORCHVISION_HOME.lock"
+  flock 9
+  if [[ ! -f $TRAINREPRO_TORCHVISION_STAMP ]]; then
+    echo "install_hf_trainer: torchvision==$TRAINREPRO_TORCHVISION_VERSION into $TRAINREPRO_TORCHVISION_HOME"
+    rm -rf "$TRAINREPRO_TORCHVISION_HOME"
+    mkdir -p "$TRAINREPRO_TORCHVISION_HOME/site"
+    "$TRAINREPRO_VENV/bin/python" -m pip install --quiet --no-cache-dir --progress-bar off \
+        --disable-pip-version-check --target "$TRAINREPRO_TORCHVISION_HOME/site" --no-deps \
+        "torchvision==$TRAINREPRO_TORCHVISION_VERSION" pillow
+    PYTHONPATH=$TRAINREPRO_TORCHVISION_HOME/site "$TRAINREPRO_VENV/bin/python" - <<PY
+import torch, torchvision
+assert torchvision.__version__.split("+")[0] == "$TRAINREPRO_TORCHVISION_VERSION", torchvision.__version__
+assert torch.__file__.startswith("$TRAINREPRO_VENV"), f"torch was installed again: {torch.__file__}"
+torchvision.models.resnet18(num_classes=4)
+PY
+    touch "$TRAINREPRO_TORCHVISION_STAMP"
+  fi
+  exec 9>&-
+}
+
 for version in "${@:-$TRAINREPRO_HF_ACCELERATE_DEFAULT}"; do
   install_release "$version"
 done
+install_torchvision

@@ -94,13 +94,19 @@ def failure_text(label, output):
             + "the tail:\n" + output[-3000:])
 
 
-def hf_trainer_python():
-    """The real Trainer stack's Python, or None when its cache is not installed."""
+def hf_trainer_python(needs=("hf-trainer-1.15.0",)):
+    """The real Trainer stack's Python, or None when its cache (and each other folder `needs`
+    names: torchvision's, hf_trainer_env.sh) is not installed."""
     cache = pathlib.Path(os.environ.get("TRAINREPRO_CACHE") or pathlib.Path(
         os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "trainrepro")
-    if (cache / "hf-trainer-1.15.0" / ".trainrepro-complete").exists():
+    if all((cache / folder / ".trainrepro-complete").exists() for folder in needs):
         return str(HERE / "hf_trainer_python")
     return None
+
+
+# A case's "python": the folders of trainrepro's cache its script needs.
+CASE_PYTHONS = {"hf-trainer": ("hf-trainer-1.15.0",),
+                "torchvision": ("hf-trainer-1.15.0", "torchvision-0.26.0")}
 
 
 def placeholders(values, ranks):
@@ -112,9 +118,11 @@ def placeholders(values, ranks):
 def check_case(trainrepro, python, case, ranks, failures):
     args = placeholders(case.get("args", []), ranks)
     watch_args = placeholders(case.get("watch", []), ranks)
-    runs = [(case["script"], args, watch_args, case["expect"]),
-            (case["twin"], placeholders(case.get("twin_args", case.get("args", [])), ranks),
-             placeholders(case.get("twin_watch", case.get("watch", [])), ranks), None)]
+    runs = [(case["script"], args, watch_args, case["expect"])]
+    if "twin" in case:  # a case that is not judged has none
+        runs.append((case["twin"], placeholders(case.get("twin_args", case.get("args", [])),
+                                                ranks),
+                     placeholders(case.get("twin_watch", case.get("watch", [])), ranks), None))
     for script, script_args, options, expected in runs:
         code, output, verdict, seconds = watch(trainrepro, python, script, ranks, script_args,
                                                options, case.get("launcher", "torchrun"))
@@ -123,6 +131,11 @@ def check_case(trainrepro, python, case, ranks, failures):
         if expected is None:
             ok = code == 0 and verdict and verdict["outcome"] == "passed"
             said = "passed" if ok else f"exit {code}, {found or 'no diagnosis'}"
+        elif expected == "not-judged":  # said so with why (case["why"]), never a diagnosis
+            ok = code == 3 and verdict and verdict["outcome"] == "not-judged" and \
+                case["why"] in verdict["not_judged_reason"]
+            said = f"exit {code}, " + ((verdict["not_judged_reason"] or found or "no diagnosis")
+                                       if verdict else "no results")
         else:
             ok = code == 1 and (found == expected or expected in memory)
             said = f"{found}" + (f" (memory: {', '.join(memory)})" if memory else "")
@@ -133,7 +146,9 @@ def check_case(trainrepro, python, case, ranks, failures):
               f"{said} ({seconds:.0f} s)", flush=True)
         if not ok:
             failures.append(f"{label} at {ranks} ranks: expected "
-                            f"{expected or 'a pass'}; the watch said:\n"
+                            f"{expected or 'a pass'}"
+                            + (f" ({case['why']})" if expected == "not-judged" else "")
+                            + f"; the watch said:\n"
                             f"{failure_text(label, output)}")
 
 
@@ -232,11 +247,11 @@ def main():
             if ranks not in case.get("ranks", [ranks]):
                 continue
             case_python = python
-            if case.get("python") == "hf-trainer":
-                case_python = hf_trainer_python()
+            if case.get("python"):
+                case_python = hf_trainer_python(CASE_PYTHONS[case["python"]])
                 if case_python is None:
-                    print(f"skip {case['script']}: the Trainer stack is not installed "
-                          "(tests/deepspeed_oracle/install_hf_trainer.sh 1.15.0)")
+                    print(f"skip {case['script']}: the Trainer stack or torchvision is not "
+                          "installed (tests/deepspeed_oracle/install_hf_trainer.sh 1.15.0)")
                     continue
             check_case(options.trainrepro, case_python, case, ranks, failures)
     if options.bad_inputs:

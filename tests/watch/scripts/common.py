@@ -119,3 +119,49 @@ def token_batches(args, rank, world_size, length=6):
     mb = args.micro_batch
     for first in range(rank * mb, count - mb + 1, world_size * mb):
         yield x[first:first + mb], y[first:first + mb]
+
+
+# Models written by others (tests/watch/models/, issue 51): the scripts model-*.py train them with
+# the loop below; each script owns its model's construction and its loss.
+MODELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models")
+
+
+def model_parser(sizes=("small",)):
+    """parser() and what every model-*.py script takes: --size (small for the test suite; a
+    script's realistic sizes as it names them) and the planted loop bugs."""
+    command_line = parser()
+    command_line.add_argument("--size", choices=sizes, default=sizes[0])
+    command_line.add_argument("--divide-loss", action="store_true",
+                              help="planted bug: the loss divided by the accumulation steps "
+                                   "before engine.backward, which divides it again")
+    command_line.add_argument("--zero-grad-every-micro-step", action="store_true",
+                              help="planted bug: optimizer.zero_grad() before every backward")
+    command_line.add_argument("--no-scale-wrt-gas", action="store_true",
+                              help="planted bug: engine.backward(loss, scale_wrt_gas=False) on "
+                                   "a loss not divided by the accumulation steps")
+    return command_line
+
+
+def backward_and_step(engine, loss, args):
+    """The end of a micro-step as DeepSpeed documents it (engine.backward, engine.step after
+    every backward), with the planted bug args asks for."""
+    if args.divide_loss:
+        loss = loss / args.gas
+    if args.zero_grad_every_micro_step:
+        engine.optimizer.zero_grad()
+    if args.no_scale_wrt_gas:
+        engine.backward(loss, scale_wrt_gas=False)
+    else:
+        engine.backward(loss)
+    engine.step()
+
+
+def token_id_batches(args, rank, world_size, vocabulary, length):
+    """This rank's micro-batches of token ids (micro batch, length), as a DistributedSampler
+    would deal them: a language model's inputs, its targets the same ids shifted by one."""
+    generator = torch.Generator().manual_seed(4321)
+    count = (args.steps + 1) * args.gas * args.micro_batch * world_size
+    ids = torch.randint(0, vocabulary, (count, length + 1), generator=generator)
+    mb = args.micro_batch
+    for first in range(rank * mb, count - mb + 1, world_size * mb):
+        yield ids[first:first + mb, :-1].clone(), ids[first:first + mb, 1:].clone()
