@@ -10,7 +10,9 @@ fails its self-check, and the run is judged by the golden in its own dtype (issu
 
 --size small (the test's, ~30 k parameters) or issue (~27 M, the issue's); --divide-loss
 divides the loss by the accumulation steps as well (loss_scaled_twice); --zero-grad-every-micro-step
-calls engine.zero_grad() after every backward (zeroed_inside_window)."""
+calls optimizer.zero_grad() before every forward (zeroed_inside_window);
+--mask-in-activations-dtype builds the mask with dtype=x.dtype (the float64 golden then passes
+its self-check)."""
 import deepspeed
 import torch
 import torch.nn as nn
@@ -50,8 +52,9 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         T = idx.size(1)
-        mask = torch.triu(torch.full((T, T), float("-inf"), device=idx.device), 1)
         x = self.tokens(idx) + self.positions(torch.arange(T, device=idx.device))
+        mask = torch.triu(torch.full((T, T), float("-inf"), device=idx.device,
+                                     dtype=x.dtype if MASK_FOLLOWS_ACTIVATIONS else None), 1)
         for block in self.blocks:
             x = block(x, mask)
         return self.head(self.ln_f(x))
@@ -71,7 +74,11 @@ parser = common.parser()
 parser.add_argument("--size", choices=sorted(SIZES), default="small")
 parser.add_argument("--divide-loss", action="store_true")
 parser.add_argument("--zero-grad-every-micro-step", action="store_true")
+parser.add_argument("--mask-in-activations-dtype", action="store_true",
+                    help="build the mask in the activations' dtype: the float64 golden's "
+                         "function is then the run's")
 args = parser.parse_args()
+MASK_FOLLOWS_ACTIVATIONS = args.mask_in_activations_dtype
 vocab, context, width, heads, layers = SIZES[args.size]
 torch.manual_seed(0)
 model = GPT(vocab, context, width, heads, layers)
@@ -81,11 +88,11 @@ rank, world_size = common.rank_and_world()
 for x, y in token_batches(args, rank, world_size, vocab, context):
     if engine.global_steps >= args.steps:
         break
+    if args.zero_grad_every_micro_step:  # as a plain PyTorch loop does once per step
+        engine.optimizer.zero_grad()
     logits = engine(x)
     loss = F.cross_entropy(logits.view(-1, vocab), y.reshape(-1))
     if args.divide_loss:
         loss = loss / args.gas
     engine.backward(loss)
-    if args.zero_grad_every_micro_step:
-        engine.zero_grad()
     engine.step()
