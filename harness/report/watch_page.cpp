@@ -119,6 +119,10 @@ std::string watch_html_page(const WatchReport& report) {
             "</h2>\n<p>" + html(judged.explanation) + "</p>\n";
   }
   for (const std::string& finding : judged.findings) page += "<p>Also: " + html(finding) + "</p>\n";
+  if (!judged.golden_self_check_failed.empty()) {
+    page += "<h2>Golden self-check</h2>\n<p>" + html(judged.golden_self_check_failed) + "</p>\n";
+  }
+  if (!judged.golden.empty()) page += "<p>Judged by the golden in " + html(judged.golden) + ".</p>\n";
   if (!report.problem.empty()) page += "<h2>The command</h2>\n<pre>" + html(report.problem) + "</pre>\n";
   if (!judged.not_judged_reason.empty()) {
     page += "<p>Gradients not judged: " + html(judged.not_judged_reason) + "</p>\n";

@@ -55,6 +55,10 @@ std::string watch_console_text(const WatchReport& report) {
             judged.explanation + "\n";
   }
   for (const std::string& finding : judged.findings) text += "    also: " + finding + "\n";
+  if (!judged.golden_self_check_failed.empty()) {
+    text += "    golden self-check: " + judged.golden_self_check_failed + "\n";
+  }
+  if (!judged.golden.empty()) text += "    judged by the golden in " + judged.golden + "\n";
   if (!judged.not_judged_reason.empty() && report.problem.empty()) {
     text += "    gradients not judged: " + judged.not_judged_reason + "\n";
   }
@@ -112,7 +116,11 @@ nlohmann::json watch_results_json(const WatchReport& report) {
                                                    ? nlohmann::json(nullptr)
                                                    : nlohmann::json(window.twin_relative_error)},
                        {"gradients", gradients},
-                       {"hypotheses", tested}});
+                       {"hypotheses", tested},
+                       {"golden_dtype", window.golden_dtype},
+                       {"self_check_ratio", window.self_check_ratio < 0.0
+                                                ? nlohmann::json(nullptr)
+                                                : nlohmann::json(window.self_check_ratio)}});
   }
   return {{"format", "trainrepro-watch-results"},
           {"version", 1},
@@ -136,6 +144,8 @@ nlohmann::json watch_results_json(const WatchReport& report) {
                                                   : nlohmann::json(nullptr)},
           {"explanation", judged.explanation},
           {"findings", judged.findings},
+          {"golden", judged.golden},
+          {"golden_self_check_failed", judged.golden_self_check_failed},
           {"memory",
            {{"judged", judged.memory.judged},
             {"not_judged_reason", judged.memory.not_judged_reason},

@@ -18,6 +18,8 @@ namespace {
 // A float32 run reproduces a hypothesis to ~1e-7 relative (measured: 1.0e-7 to 1.2e-7 for a
 // loss divided twice); harness/verdict/diagnosis.cpp uses the same threshold for float32.
 constexpr double kHypothesisMatch = 1e-4;
+// torch.testing.assert_close's defaults for bfloat16 (rtol 1.6e-2, atol 1e-5).
+const Tolerance kBfloat16Tolerance{1.6e-2, 1e-5};
 
 Gradients zeros_like(const Gradients& tensors) {
   Gradients result;
@@ -52,7 +54,14 @@ struct WindowPieces {
   int64_t labels_counted = 0;  // the forwards' labels not -100 (Hugging Face); 0 when none
 };
 
-WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
+// The micro-step's piece of the golden that judges: float64's, or, where the float64 golden
+// failed its self-check in a bfloat16 run, its precision twin (a float32 run's recording holds
+// its own-dtype pieces in place of the float64 ones).
+const Gradients& golden_piece(const WatchedMicroStep& micro, bool twin_judges) {
+  return twin_judges ? micro.twin_summed_loss_gradients : micro.summed_loss_gradients;
+}
+
+WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w, bool twin_judges) {
   WindowPieces pieces;
   const double world = static_cast<double>(ranks.size());
   pieces.golden = zeros_like(ranks.front().windows[w].run_gradients);
@@ -70,7 +79,7 @@ WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
     Gradients rank_sum = zeros_like(pieces.golden);
     int64_t rank_items = 0;
     for (const WatchedMicroStep& micro : micro_steps) {
-      add_scaled(rank_sum, micro.summed_loss_gradients, 1.0);
+      add_scaled(rank_sum, golden_piece(micro, twin_judges), 1.0);
       rank_items += micro.items;
     }
     add_scaled(pieces.per_rank, rank_sum,
@@ -82,18 +91,18 @@ WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w) {
       pieces.items += micro.items;
       pieces.labels_counted += std::max<int64_t>(micro.labels_counted, 0);
       pieces.items_vary = pieces.items_vary || micro.items != first_items;
-      add_scaled(pieces.golden, micro.summed_loss_gradients, 1.0);
+      add_scaled(pieces.golden, golden_piece(micro, twin_judges), 1.0);
       every_twin = every_twin && !micro.twin_summed_loss_gradients.empty();
       if (every_twin) add_scaled(twin, micro.twin_summed_loss_gradients, 1.0);
       const double mean = 1.0 / static_cast<double>(std::max<int64_t>(micro.items, 1));
-      add_scaled(pieces.per_micro, micro.summed_loss_gradients, mean / world);
+      add_scaled(pieces.per_micro, golden_piece(micro, twin_judges), mean / world);
       if (&rank == &ranks.front()) {
-        add_scaled(pieces.first_rank_per_micro, micro.summed_loss_gradients, mean);
+        add_scaled(pieces.first_rank_per_micro, golden_piece(micro, twin_judges), mean);
       }
       if (i + 1 == micro_steps.size()) {
-        add_scaled(pieces.last_micro, micro.summed_loss_gradients, mean / world);
+        add_scaled(pieces.last_micro, golden_piece(micro, twin_judges), mean / world);
         if (&rank == &ranks.front()) {
-          add_scaled(pieces.first_rank_last_micro, micro.summed_loss_gradients, mean);
+          add_scaled(pieces.first_rank_last_micro, golden_piece(micro, twin_judges), mean);
         }
       }
     }
@@ -448,6 +457,48 @@ std::string low_precision_accumulation(const RankRecording& rank,
                                             rank.resolved.zero_stage, rank.versions.deepspeed);
 }
 
+// Which golden judges window w: float64 unless some rank's float64 golden failed its
+// self-check (that rank's recording then holds the run's own dtype's pieces; a rank whose
+// float64 golden reproduced its losses keeps its float64 pieces, within any own-dtype golden's
+// tolerance of them). The first failure, said in words, and the largest check ratio.
+struct WindowGolden {
+  std::string dtype = "float64";
+  std::string failure;  // "" when the float64 golden reproduced every loss
+  double ratio = -1.0;
+};
+
+WindowGolden golden_of(const std::vector<RankRecording>& ranks, size_t w) {
+  WindowGolden golden;
+  for (const RankRecording& rank : ranks) {
+    const WatchedWindow& window = rank.windows[w];
+    for (const WatchedMicroStep& micro : window.micro_steps) {
+      if (micro.self_check.checked) golden.ratio = std::max(golden.ratio, micro.self_check.ratio());
+    }
+    if (window.float64_failed_micro_step < 0 || !golden.failure.empty()) continue;
+    golden.dtype = window.golden_dtype;
+    golden.ratio = std::max(golden.ratio, window.float64_failed.ratio());
+    const GoldenSelfCheck& check = window.float64_failed;
+    golden.failure =
+        "the float64 golden failed its self-check: at window " + std::to_string(w) +
+        "'s start weights, micro-batch " + std::to_string(window.float64_failed_micro_step) +
+        " of rank " + std::to_string(rank.rank) + " has the loss " +
+        format("%.9g", check.golden_loss) + " in float64, but the loop computed " +
+        format("%.9g", check.loop_loss) + " (difference " +
+        format("%.3g", std::abs(check.golden_loss - check.loop_loss)) + ", " +
+        format("%.3g", check.ratio()) + "x the " + format("%.3g", check.allowance) +
+        " that " + rank.resolved.dtype +
+        " rounding allows): the model's forward is another function in float64. Likely cause: "
+        "a tensor the forward makes in a fixed dtype (a causal mask such as "
+        "torch.triu(torch.full((T, T), float(\"-inf\")), 1), a position table, a rotary cache, "
+        "a constant) or a kernel that behaves differently by dtype (torch 2.11's "
+        "scaled_dot_product_attention, which nn.MultiheadAttention calls, computes a wrong "
+        "attention from a float32 mask and float64 query, key and value). Make such tensors in "
+        "the activations' dtype (dtype=x.dtype) for a float64 golden; judged instead by the "
+        "golden in the run's own dtype and kernels";
+  }
+  return golden;
+}
+
 std::string why_gradients_not_judged(const std::vector<RankRecording>& ranks) {
   const RankRecording& first = ranks.front();
   if (static_cast<int64_t>(ranks.size()) != first.world_size) {
@@ -508,9 +559,22 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
 
   const int64_t gas = first.resolved.gradient_accumulation_steps;
   const Tolerance tolerance = default_tolerance(EngineDtype::float32);
+  judgement.golden = judgement.judged ? "float64" : "";
   for (size_t w = 0; judgement.judged && w < windows; ++w) {
-    const WindowPieces pieces = pieces_of(ranks, w);
+    const WindowGolden golden = golden_of(ranks, w);
+    const bool twin_judges = golden.dtype == "bfloat16";
+    const WindowPieces pieces = pieces_of(ranks, w, twin_judges);
     WatchedWindowJudgement window;
+    window.golden_dtype = golden.dtype;
+    window.self_check_ratio = golden.ratio;
+    if (!golden.failure.empty() && judgement.golden_self_check_failed.empty()) {
+      judgement.golden_self_check_failed = golden.failure;
+      judgement.golden =
+          golden.dtype + ": each micro-batch's gradient at the window's start weights in the "
+          "run's own dtype and kernels, combined as the unaccumulated large batch would be, "
+          "judged within torch.testing's " + golden.dtype + " tolerance (the float64 golden "
+          "failed its self-check)";
+    }
     window.window = static_cast<int64_t>(w);
     window.micro_steps = static_cast<int64_t>(first.windows[w].micro_steps.size());
     window.items = pieces.items;
@@ -519,7 +583,20 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
     // twin's plus the running sum's roundings, one per micro-step, random in sign (as
     // judge_training.cpp allows a scenario's run).
     double hypothesis_match = kHypothesisMatch;
-    if (first.resolved.dtype == "bfloat16") {
+    if (twin_judges) {
+      // The twin is the run's own function: only the running sum's roundings (one per
+      // micro-step) part them, judged per tensor as float32's own-dtype golden is, with
+      // torch.testing's bfloat16 tolerance.
+      for (size_t p = 0; p < run.size(); ++p) {
+        window.gradients.push_back(compare_tensors(first.parameter_names[p], run[p],
+                                                   pieces.golden[p], kBfloat16Tolerance));
+        window.gradients_match =
+            window.gradients_match && window.gradients.back().within_tolerance;
+      }
+      hypothesis_match = std::max(
+          kHypothesisMatch,
+          kPrecisionTwinFactor * accumulation_noise(0.0, window.micro_steps, Precision::bf16));
+    } else if (first.resolved.dtype == "bfloat16") {
       if (pieces.twin.empty()) {
         judgement.not_judged_reason =
             "the model trains in bfloat16 and the recording holds no precision twin";

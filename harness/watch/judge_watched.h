@@ -32,6 +32,12 @@ struct WatchedWindowJudgement {
   double twin_relative_error = -1.0;
   std::vector<TensorComparison> gradients;
   std::vector<HypothesisResult> tested;  // when it mismatched
+  // The golden that judged this window: "float64", or the run's own dtype ("float32",
+  // "bfloat16") when the float64 golden failed its self-check on some rank.
+  std::string golden_dtype = "float64";
+  // The float64 golden's self-check, the largest |golden loss - loop loss| / allowance over
+  // its micro-steps and ranks (-1: not checked).
+  double self_check_ratio = -1.0;
 };
 
 struct WatchJudgement {
@@ -42,6 +48,10 @@ struct WatchJudgement {
   int64_t effective_batch = 0;  // samples per optimizer step the loop trained with
   int64_t intended_batch = 0;
   std::vector<WatchedWindowJudgement> windows;
+  // Which golden judged, in words ("float64", or "float32: the run's own dtype and kernels"),
+  // and, when the float64 golden failed its self-check, where and why (never a diagnosis).
+  std::string golden;
+  std::string golden_self_check_failed;
   // Rank 0's memory over the first M steps, judged as a scenario's with the default warm-up and
   // window (not judged when no memory was watched, or too few steps).
   MemoryJudgement memory;

@@ -114,6 +114,20 @@ void read_rank_memory(const std::string& path, RankRecording& rank) {
   rank.has_memory = true;
 }
 
+GoldenSelfCheck self_check_of(const Reader& recorded, const std::string& key) {
+  GoldenSelfCheck check;
+  if (!recorded.has(key) || recorded.at(key).is_null()) return check;
+  const Reader entry = recorded.object(key);
+  check.checked = true;
+  check.loop_loss = entry.number("loop_loss");
+  check.golden_loss = entry.number("golden_loss");
+  check.allowance = entry.number("allowance");
+  const nlohmann::json& passed = entry.at("passed");
+  if (!passed.is_boolean()) entry.fail("passed", "true or false", passed);
+  check.passed = passed.get<bool>();
+  return check;
+}
+
 RankRecording read_rank(const std::string& json_path) {
   const nlohmann::json document = read_json_file(json_path);
   const Reader json(document, json_path, "");
@@ -166,6 +180,15 @@ RankRecording read_rank(const std::string& json_path) {
     WatchedWindow window;
     window.closed_by = entry.text("closed_by");
     window.calls_at_close = entry.integer("calls_at_close", 0);
+    if (entry.has("golden") && !entry.at("golden").is_null()) {
+      const Reader golden = entry.object("golden");
+      window.golden_dtype = golden.text("dtype");
+      if (!golden.at("float64_failed").is_null()) {
+        window.float64_failed = self_check_of(golden, "float64_failed");
+        window.float64_failed_micro_step =
+            golden.object("float64_failed").integer("micro_step", 0);
+      }
+    }
     const std::string prefix = "window" + std::to_string(w) + "/";
     window.run_gradients =
         tensors_named(tensors, prefix + "run/", rank.parameter_names, tensors_path);
@@ -189,6 +212,8 @@ RankRecording read_rank(const std::string& json_path) {
       if (recorded.has("items")) {
         micro.items = recorded.integer("items", 0);
         micro.loss_sum = recorded.number("loss_sum");
+        micro.self_check = self_check_of(recorded, "self_check");
+        micro.own_check = self_check_of(recorded, "own_check");
         micro.summed_loss_gradients =
             tensors_named(tensors, prefix + "micro" + std::to_string(i) + "/",
                           rank.parameter_names, tensors_path);

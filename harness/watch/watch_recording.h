@@ -3,6 +3,7 @@
 // the watch folder). Read strictly: a missing key, a wrong type or a tensor of another shape than
 // its parameter's is a WatchRecordingError naming the file and the JSON pointer, never a guess.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -18,6 +19,18 @@ namespace trainrepro {
 
 inline constexpr const char* kWatchRecordingFormat = "trainrepro-watch";
 inline constexpr int kWatchRecordingFormatVersion = 1;
+
+// A golden's loss for one micro-step at the window's start weights against the loop's own
+// (the value its loss function returned, summed), and the rounding the run's dtype allows
+// (python/trainrepro_watch: _loss_allowance).
+struct GoldenSelfCheck {
+  bool checked = false;  // false: the loop's loss function returned no tensor
+  double loop_loss = 0.0;
+  double golden_loss = 0.0;
+  double allowance = 0.0;
+  bool passed = true;
+  double ratio() const { return allowance > 0.0 ? std::abs(golden_loss - loop_loss) / allowance : 0.0; }
+};
 
 struct WatchedMicroStep {
   bool has_loss = false;  // the loop passed a loss to backward
@@ -39,6 +52,9 @@ struct WatchedMicroStep {
   // the start weights rounded to bfloat16, the loop's own inputs), held as float64. Empty for a
   // float32 model.
   std::vector<at::Tensor> twin_summed_loss_gradients;
+  // The float64 golden's self-check; and the own-dtype golden's, when it was computed.
+  GoldenSelfCheck self_check;
+  GoldenSelfCheck own_check;
   // --save-scenario: the forward's one input tensor and the loss's target, as recorded (float64;
   // undefined when not saved).
   at::Tensor saved_inputs;
@@ -50,6 +66,12 @@ struct WatchedWindow {
   std::string closed_by;  // "engine.step()" or "optimizer.step()" (called by the loop itself)
   int64_t calls_at_close = 0;  // how many of the rank's calls had happened when it closed
   std::vector<at::Tensor> run_gradients;  // what the update used, before clipping, float64
+  // The dtype the golden's pieces were computed in: "float64", or the run's own ("float32",
+  // "bfloat16": its precision twin) when the float64 golden failed its self-check, at
+  // float64_failed_micro_step with float64_failed (-1: it passed).
+  std::string golden_dtype = "float64";
+  int64_t float64_failed_micro_step = -1;
+  GoldenSelfCheck float64_failed;
 };
 
 struct WatchedResolution {  // what DeepSpeed resolved from the user's config

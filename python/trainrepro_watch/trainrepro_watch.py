@@ -37,6 +37,7 @@ import contextlib
 import functools
 import inspect
 import json
+import math
 import os
 import platform
 import struct
@@ -134,15 +135,18 @@ def patch_loss_functions():
         def watched(*args, _name=name, _original=original, _signature=signature, **kwargs):
             # After the watched steps this stays on every loss call of the run: one check, not a
             # signature binding, until a watcher is recording a micro-step.
-            if any(w.recording_micro_step() for w in _watchers):
-                try:
-                    bound = _signature.bind(*args, **kwargs)
-                    bound.apply_defaults()
-                    for watcher in _watchers:
-                        watcher.saw_loss_function(_name, dict(bound.arguments))
-                except TypeError:
-                    pass  # the call itself is wrong: torch's own error follows
-            return _original(*args, **kwargs)
+            if not any(w.recording_micro_step() for w in _watchers):
+                return _original(*args, **kwargs)
+            try:
+                bound = _signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+            except TypeError:
+                return _original(*args, **kwargs)  # the call itself is wrong: torch's error
+            result = _original(*args, **kwargs)
+            # The value the loop's loss function returned: the golden must reproduce it.
+            for watcher in _watchers:
+                watcher.saw_loss_function(_name, dict(bound.arguments), result)
+            return result
 
         functools.update_wrapper(watched, original)
         _loss_originals[name] = original
@@ -281,6 +285,44 @@ def _select(value, path):
     return value
 
 
+# The golden's self-check allows a correct run's rounding and no more. A sum of n terms computed
+# in precision u errs by at most lambda sqrt(n) u times the sum of the terms' magnitudes, with
+# probability at least 1 - 2 exp(-lambda^2 (1-u)^2 / 2) (Higham and Mary, "A new approach to
+# probabilistic rounding error analysis", SIAM J. Sci. Comput. 41(5), 2019): the errors of the
+# roundings are independent, so they add up as a random walk, not in a line. lambda is chosen
+# for the chance that a correct micro-step fails, not tuned: 1e-6.
+_SELF_CHECK_FAILURE_CHANCE = 1e-6
+_LAMBDA = math.sqrt(2.0 * math.log(2.0 / _SELF_CHECK_FAILURE_CHANCE))  # 5.39
+
+
+def _forward_reduction_length(module):
+    """How many roundings in series a forward's output may carry: the sum of every weight's
+    fan-in (a Linear's in_features, a convolution's in_channels x kernel, an embedding's width),
+    each matrix product summing that many terms into each output along the way."""
+    length = 0
+    for p in module.parameters():
+        shape = tuple(getattr(p, "ds_shape", None) or p.shape)  # ZeRO 3: the full shape
+        if len(shape) >= 2 and shape[0] > 0:
+            count = 1
+            for size in shape:
+                count *= size
+            length += count // shape[0]
+    return max(length, 1)
+
+
+def _loss_allowance(loss, sensitivity, forward_length, loss_length, forward_dtype, loss_dtype):
+    """How far a correct run's loss may be from the exact one: the forward's rounding (each of
+    the loss's input elements off by lambda sqrt(forward_length) u rms(input), moving the loss by
+    that times the loss's first-order sensitivity, sum |dL/dinput| x rms(input)) plus the loss's
+    own (a log-sum-exp over the classes and a sum over the terms, lambda sqrt(loss_length) u
+    |loss|). u is the unit roundoff of the dtype each part is computed in."""
+    import torch
+    forward_u = torch.finfo(forward_dtype).eps / 2
+    loss_u = torch.finfo(loss_dtype).eps / 2
+    return _LAMBDA * (forward_u * forward_length ** 0.5 * sensitivity +
+                      loss_u * loss_length ** 0.5 * abs(loss))
+
+
 class Watcher:
     def __init__(self, initialized, deepspeed, config_given=None):
         import torch
@@ -412,14 +454,15 @@ class Watcher:
 
     def _end_micro_step(self, outputs):
         self.micro["outputs"] = outputs
-        for name, arguments in self.micro.pop("calls_inside_forward", []):
+        for name, arguments, result in self.micro.pop("calls_inside_forward", []):
             if self.micro["loss_function"] is None:
-                self._match_loss_function(self.micro, name, arguments, inside_forward=True)
+                self._match_loss_function(self.micro, name, arguments, result,
+                                          inside_forward=True)
 
     def recording_micro_step(self):
         return not self.finished and self.micro is not None
 
-    def saw_loss_function(self, name, arguments):
+    def saw_loss_function(self, name, arguments, result):
         """A torch.nn.functional loss was called: the loop's loss when its input is (a view of)
         a tensor the current micro-step's forward returned, and the first such call. A call made
         inside the forward (a Hugging Face model computing its own loss from `labels`) is
@@ -430,11 +473,11 @@ class Watcher:
         if not isinstance(arguments.get("input"), self._torch.Tensor):
             return
         if "outputs" not in micro:
-            micro.setdefault("calls_inside_forward", []).append((name, arguments))
+            micro.setdefault("calls_inside_forward", []).append((name, arguments, result))
             return
-        self._match_loss_function(micro, name, arguments, inside_forward=False)
+        self._match_loss_function(micro, name, arguments, result, inside_forward=False)
 
-    def _match_loss_function(self, micro, name, arguments, inside_forward):
+    def _match_loss_function(self, micro, name, arguments, result, inside_forward):
         source = arguments["input"]
         pointer = source.untyped_storage().data_ptr()
         for path, tensor in _tensors_in(micro["outputs"]):
@@ -452,7 +495,11 @@ class Watcher:
                         "ignore_index": arguments.get("ignore_index", -100),
                         "label_smoothing": float(arguments.get("label_smoothing", 0.0) or 0.0),
                         "weighted": arguments.get("weight") is not None,
-                        "inside_forward": inside_forward}
+                        "inside_forward": inside_forward,
+                        # What it returned, summed (reduction "none" too), in float64: the
+                        # golden's self-check reproduces this number.
+                        "value": float(result.detach().double().sum())
+                        if isinstance(result, self._torch.Tensor) else None}
                 return
 
     def _backward(self, original, loss, *args, **kwargs):
@@ -616,7 +663,16 @@ class Watcher:
         """Per micro-step: the float64 gradient of its summed loss at the window's start weights,
         its items and its summed loss; for a bfloat16 model also the same gradient computed in
         bfloat16 (the precision twin: what a correct accumulation of this window would hold
-        before any accumulation rounding). Raises ValueError saying why it cannot be computed."""
+        before any accumulation rounding). Raises ValueError saying why it cannot be computed.
+
+        The float64 golden first proves itself: each micro-step's loss, computed by the loop's
+        own loss call at the start weights, must be the loop's within the run's rounding
+        (_loss_allowance). When one is not, the float64 forward is another function (a float32
+        mask built inside forward, a kernel that differs by dtype) and a float32 model's pieces
+        are computed again in its own dtype and kernels instead: the float64 ones are dropped
+        first, so the window never holds more than one gradient per micro-step (what it held
+        before). A bfloat16 model's own-dtype golden is its twin, already computed. Returns
+        (pieces, the window's golden record)."""
         torch = self._torch
         module = self.engine.module
         names = [n for n, _ in self.named]
@@ -627,8 +683,10 @@ class Watcher:
                 frozen_values[name] = p.detach().double().clone()
         for name, b in module.named_buffers():
             frozen_values[name] = b.detach().double() if b.is_floating_point() else b.detach()
-        low_precision = self._module_dtype() == torch.bfloat16
-        pieces = []
+        own_dtype = self._module_dtype()
+        low_precision = own_dtype == torch.bfloat16
+        forward_length = _forward_reduction_length(module)
+        losses = []
         for i, micro in enumerate(window["micro_steps"]):
             loss = micro["loss_function"]
             if loss is None:
@@ -639,14 +697,62 @@ class Watcher:
             if loss["weighted"]:
                 raise ValueError(f"micro-step {i}'s {loss['name']} has class weights, which the "
                                  "golden does not follow yet")
-            summed, items, grads = self._piece(window, frozen_values, micro, loss, i,
-                                               torch.float64)
-            piece = {"items": items, "loss_sum": float(summed.detach()), "gradients": grads}
+            losses.append(loss)
+        golden = {"dtype": "float64", "float64_failed": None}
+        pieces = []
+        for i, (micro, loss) in enumerate(zip(window["micro_steps"], losses)):
+            summed, items, grads, check = self._piece(window, frozen_values, micro, loss, i,
+                                                      torch.float64)
+            check = self._self_check(loss, check, forward_length, own_dtype, copies=1)
+            piece = {"items": items, "loss_sum": float(summed.detach()), "gradients": grads,
+                     "self_check": check}
             if low_precision:
                 piece["twin_gradients"] = self._piece(window, frozen_values, micro, loss, i,
                                                       torch.bfloat16)[2]
             pieces.append(piece)
-        return pieces
+            if check is not None and not check["passed"] and golden["float64_failed"] is None:
+                golden["float64_failed"] = dict(check, micro_step=i)
+                golden["dtype"] = str(own_dtype).replace("torch.", "")
+                if not low_precision:
+                    break
+        if golden["float64_failed"] is None or low_precision:
+            return pieces, golden
+        checks = [p["self_check"] for p in pieces]
+        pieces = []  # the float64 gradients go before the own-dtype ones come
+        for i, (micro, loss) in enumerate(zip(window["micro_steps"], losses)):
+            summed, items, grads, check = self._piece(window, frozen_values, micro, loss, i,
+                                                      own_dtype)
+            # Two computations in the run's dtype, each within the allowance of the true value.
+            own = self._self_check(loss, check, forward_length, own_dtype, copies=2)
+            if own is not None and not own["passed"]:
+                raise ValueError(
+                    f"neither golden reproduces the loop's loss: micro-step {i}'s loss is "
+                    f"{own['loop_loss']!r} in the loop, {own['golden_loss']!r} computed again "
+                    f"in {golden['dtype']} at the window's start weights (allowance "
+                    f"{own['allowance']:.3g}); the forward is not a function of the weights "
+                    "and inputs alone (dropout in train mode, other randomness, or weights "
+                    "changed inside the window)")
+            pieces.append({"items": items, "loss_sum": float(summed.detach()),
+                           "gradients": grads,
+                           "self_check": checks[i] if i < len(checks) else None,
+                           "own_check": own})
+        return pieces, golden
+
+    def _self_check(self, loss, check, forward_length, dtype, copies):
+        """The golden's loss for one micro-step against the loop's, with the allowance of
+        _loss_allowance (times `copies`: how many of the two were computed in the run's
+        dtype); None when the loop's loss function returned no tensor."""
+        if loss.get("value") is None:
+            return None
+        torch = self._torch
+        allowance = copies * _loss_allowance(
+            check["value"], check["sensitivity"], forward_length, check["loss_length"],
+            dtype, getattr(torch, loss.get("input_dtype", "float32")))
+        difference = abs(check["value"] - loss["value"])
+        return {"loop_loss": loss["value"], "golden_loss": check["value"],
+                "allowance": allowance, "ratio": difference / allowance if allowance > 0
+                else float("inf") if difference > 0 else 0.0,
+                "passed": difference <= allowance}
 
     def _grad_accum_dtype(self):
         """The dtype DeepSpeed sums a window's gradients in (engine.get_data_types(): the
@@ -687,18 +793,46 @@ class Watcher:
                                  f"{source.dtype}, not float64, with float64 weights and "
                                  "inputs: the model casts inside its forward")
             rows = _select(outputs, loss["output"]).shape[0]
+            check = self._loop_loss_again(loss, source)
             summed, items = self._summed_loss(loss, source, rows, i)
             grads = torch.autograd.grad(summed, [weights[n] for n in names], allow_unused=True)
-            return summed, items, grads
+            return summed, items, grads, check
 
         # The backward runs while the weights are still swapped in: a checkpointed block
         # (gradient checkpointing) runs its forward again inside the backward.
         with torch.enable_grad(), self._without_deepspeed_module_hooks():
-            summed, items, grads = functional_call(
+            summed, items, grads, check = functional_call(
                 _calling(module, forward_and_backward),
                 {f"module.{name}": value for name, value in values.items()}, ())
         return summed, items, [torch.zeros_like(weights[n], dtype=torch.float64) if g is None
-                               else g.detach().double() for n, g in zip(names, grads)]
+                               else g.detach().double() for n, g in zip(names, grads)], check
+
+    def _loop_loss_again(self, loss, source):
+        """The loop's own loss call (its reduction, ignore_index, label smoothing) on this
+        golden's forward, summed as the loop's value was; and what the self-check's allowance
+        needs: the loss's sensitivity to rounding in its input, rms(input) x sum |dL/dinput|
+        (first order: an error of e x rms(input) in each input element moves the loss by at
+        most that times e), and the loss's own reduction length (classes + terms)."""
+        torch = self._torch
+        target = loss["target"]
+        original = _loss_originals[loss["name"]]
+        if loss["name"] == "mse_loss":
+            value = original(source, target.to(source.dtype), reduction=loss["reduction"])
+            classes, terms = 1, source.numel()
+        else:
+            if target.is_floating_point():
+                target = target.to(source.dtype)
+            value = original(source, target, reduction=loss["reduction"],
+                             ignore_index=loss["ignore_index"],
+                             label_smoothing=loss["label_smoothing"])
+            classes = source.shape[1] if source.dim() > 1 else source.shape[0]
+            terms = target.shape[0] if target.is_floating_point() else target.numel()
+        value = value.sum()
+        slope, = torch.autograd.grad(value, source, retain_graph=True)
+        rms = float(source.detach().double().pow(2).mean().sqrt())
+        return {"value": float(value.detach().double()),
+                "sensitivity": rms * float(slope.detach().double().abs().sum()),
+                "loss_length": int(classes) + int(terms)}
 
     def _gathered(self, parameters):
         """The parameters whole while inside: at ZeRO 3 DeepSpeed's GatheredParameters (a
@@ -823,10 +957,10 @@ class Watcher:
             names = [n for n, _ in self.named]
             for name, g in zip(names, window["run_gradients"]):
                 tensors[f"window{w}/run/{name}"] = g
-            pieces = []
+            pieces, golden = [], None
             if not golden_error:
                 try:
-                    pieces = self._golden_pieces(window)
+                    pieces, golden = self._golden_pieces(window)
                 except Exception as error:  # noqa: BLE001: the verdict says why, the run goes on
                     golden_error = f"window {w}: {error}"
             micro_steps = []
@@ -841,14 +975,17 @@ class Watcher:
                          "loss_function": None if micro["loss_function"] is None else {
                              k: v for k, v in micro["loss_function"].items() if k != "target"}}
                 if i < len(pieces):
-                    entry.update(items=pieces[i]["items"], loss_sum=pieces[i]["loss_sum"])
+                    entry.update(items=pieces[i]["items"], loss_sum=pieces[i]["loss_sum"],
+                                 self_check=pieces[i]["self_check"])
+                    if "own_check" in pieces[i]:
+                        entry["own_check"] = pieces[i]["own_check"]
                     for name, g in zip(names, pieces[i]["gradients"]):
                         tensors[f"window{w}/micro{i}/{name}"] = g
                     for name, g in zip(names, pieces[i].get("twin_gradients", [])):
                         tensors[f"window{w}/twin{i}/{name}"] = g
                 micro_steps.append(entry)
             windows.append({"micro_steps": micro_steps, "closed_by": window["closed_by"],
-                            "calls_at_close": window["calls_at_close"]})
+                            "calls_at_close": window["calls_at_close"], "golden": golden})
         save_not_possible = ""
         if self.save:
             save_not_possible = self._samples_to_save(tensors)

@@ -275,6 +275,70 @@ TEST(JudgeWatched, ABfloat16RunIsJudgedAgainstItsPrecisionTwin) {
   EXPECT_FALSE(unexplained.diagnosis.has_value()) << unexplained.explanation;
 }
 
+// A float32 run whose float64 golden did not reproduce micro-step 1's loss on rank 0 (a float32
+// mask inside the forward): the recording then holds the run's own-dtype pieces, which judge.
+std::vector<RankRecording> float64_golden_failed(std::vector<RankRecording> ranks) {
+  WatchedWindow& window = ranks[0].windows[0];
+  window.golden_dtype = "float32";
+  window.float64_failed_micro_step = 1;
+  window.float64_failed = {true, 4.18087101, 4.17794665, 2.36e-5, false};
+  return ranks;
+}
+
+TEST(JudgeWatched, AFloat64GoldenThatFailsItsSelfCheckIsSaidAndTheOwnDtypeGoldenJudges) {
+  for (int64_t ranks : {1, 2}) {
+    const WatchJudgement judged =
+        judge_watched(float64_golden_failed(recorded(ranks, 4, 1.0)), std::nullopt);
+    ASSERT_TRUE(judged.judged) << judged.not_judged_reason;
+    EXPECT_FALSE(judged.found_something()) << judged.explanation;  // never a diagnosis
+    EXPECT_NE(judged.golden_self_check_failed.find("micro-batch 1 of rank 0"), std::string::npos)
+        << judged.golden_self_check_failed;
+    EXPECT_NE(judged.golden_self_check_failed.find("4.17794665 in float64, but the loop "
+                                                   "computed 4.18087101"),
+              std::string::npos)
+        << judged.golden_self_check_failed;
+    EXPECT_NE(judged.golden_self_check_failed.find("124x"), std::string::npos);
+    EXPECT_EQ(judged.golden.rfind("float32", 0), 0u) << judged.golden;
+    EXPECT_EQ(judged.windows[0].golden_dtype, "float32");
+  }
+  // The own-dtype golden still tells the mistakes apart.
+  const WatchJudgement twice =
+      judge_watched(float64_golden_failed(recorded(2, 4, 0.25)), std::nullopt);
+  ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
+  EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
+  EXPECT_FALSE(twice.golden_self_check_failed.empty());
+  // A golden that passed says so: no self-check text, float64 judged.
+  const WatchJudgement passed = judge_watched(recorded(1, 4, 1.0), std::nullopt);
+  EXPECT_TRUE(passed.golden_self_check_failed.empty());
+  EXPECT_EQ(passed.golden, "float64");
+}
+
+TEST(JudgeWatched, ABfloat16RunWhoseFloat64GoldenFailedIsJudgedByItsTwin) {
+  // The twin is the run's own function here; the float64 pieces are another (10 % off).
+  std::vector<RankRecording> ranks = in_bfloat16(recorded(1, 4, 1.0), 1.0);
+  for (WatchedMicroStep& micro : ranks[0].windows[0].micro_steps) {
+    micro.twin_summed_loss_gradients = micro.summed_loss_gradients;
+    for (at::Tensor& g : micro.summed_loss_gradients) g = g * 1.1;
+  }
+  WatchedWindow& window = ranks[0].windows[0];
+  window.run_gradients = {};
+  for (size_t p = 0; p < 2; ++p) {
+    at::Tensor sum = at::zeros_like(window.micro_steps[0].twin_summed_loss_gradients[p]);
+    for (const WatchedMicroStep& micro : window.micro_steps) {
+      sum = sum + micro.twin_summed_loss_gradients[p] / micro.items / 4.0;
+    }
+    window.run_gradients.push_back(sum);
+  }
+  window.golden_dtype = "bfloat16";
+  window.float64_failed_micro_step = 0;
+  window.float64_failed = {true, 2.0, 2.5, 0.1, false};
+  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  EXPECT_FALSE(judged.found_something()) << judged.explanation;
+  EXPECT_EQ(judged.windows[0].golden_dtype, "bfloat16");
+  EXPECT_EQ(judged.windows[0].relative_error, 0.0);  // measured against the twin itself
+  EXPECT_FALSE(judged.golden_self_check_failed.empty());
+}
+
 TEST(JudgeWatched, ABfloat16SumOfManyMicroStepsIsLowPrecisionAccumulation) {
   // 32 micro-steps summed in bfloat16 against a twin that errs little: the running sum's
   // roundings are most of the run's error (measured with DeepSpeed 0.19.8 at GAS 32: 2.0-2.2x

@@ -77,6 +77,10 @@ def watch(trainrepro, python, script, ranks, args=(), watch_args=(), launcher="t
                 f"Diagnosis: {verdict['diagnosis']}" not in open(page).read()):
             verdict = None
             output += "\n--html: the page does not name the diagnosis"
+        if verdict is not None and verdict.get("golden_self_check_failed") and (
+                "Golden self-check" not in open(page).read()):
+            verdict = None
+            output += "\n--html: the page does not say the golden failed its self-check"
         return done.returncode, output, verdict, seconds
 
 
@@ -115,6 +119,28 @@ def placeholders(values, ranks):
             v.replace("SCRIPTS/", f"{SCRIPTS}/") for v in values]
 
 
+def golden_self_check_said(verdict, output, expected):
+    """What is wrong with the float64 golden's self-check as the watch reported it ("" when
+    right): expected "failed" (the results, the console and the page say so, with the
+    micro-batch, both losses and the likely cause, and name the float32 golden that judged),
+    else passed wherever the gradients were judged."""
+    if not verdict or not verdict["judged"]:
+        return ""
+    failed = verdict.get("golden_self_check_failed", "")
+    if expected != "failed":
+        return f"the float64 golden failed its self-check: {failed}" if failed else ""
+    wanted = ("micro-batch", "in float64, but the loop computed", "Likely cause",
+              "scaled_dot_product_attention")
+    if not failed or any(w not in failed for w in wanted):
+        return f"expected the float64 golden's self-check to fail with why, found {failed!r}"
+    if not verdict.get("golden", "").startswith("float32") or \
+            any(step.get("golden_dtype") != "float32" for step in verdict["steps"]):
+        return f"expected the float32 golden to judge, found {verdict['golden']!r}"
+    if "golden self-check: " not in output or "judged by the golden in float32" not in output:
+        return "the console does not say the self-check failed and which golden judged"
+    return ""
+
+
 def check_case(trainrepro, python, case, ranks, failures):
     args = placeholders(case.get("args", []), ranks)
     watch_args = placeholders(case.get("watch", []), ranks)
@@ -139,6 +165,10 @@ def check_case(trainrepro, python, case, ranks, failures):
         else:
             ok = code == 1 and (found == expected or expected in memory)
             said = f"{found}" + (f" (memory: {', '.join(memory)})" if memory else "")
+        golden_said = golden_self_check_said(verdict, output, case.get("golden_self_check"))
+        if golden_said:
+            ok = False
+            said += f"; {golden_said}"
         label = f"{script} {' '.join(script_args)}".strip()
         if case.get("launcher", "torchrun") != "torchrun":
             label += f" (launched by {case['launcher']})"
