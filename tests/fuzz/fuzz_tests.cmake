@@ -101,6 +101,7 @@ add_fuzz_target(golden TORCH COVERAGE ${CMAKE_CURRENT_SOURCE_DIR}/fuzz/golden_co
 add_fuzz_target(export TORCH DEFINE -DTRAINREPRO_VERSION="fuzz"
     ${PROJECT_SOURCE_DIR}/harness/cli/repro_script.cpp
     ${PROJECT_SOURCE_DIR}/harness/cli/python_literal.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/settings_acting_outside_the_run.cpp
     ${export_sources_cpp}
     ${scenario_loader_sources})
 add_dependencies(build_export_fuzz trainrepro_core)
