@@ -22,10 +22,13 @@ folder = sys.argv[1]
 
 
 def record(pid):
+    # Both ranks record torchrun's pid: each writes its own partial file (one shared name made
+    # the second rank's rename fail now and then, and the job end before the test could stop it).
     path = os.path.join(folder, f"{pid}.pid")
-    with open(path + ".partial", "w") as out:
+    partial = f"{path}.{os.getpid()}.partial"
+    with open(partial, "w") as out:
         out.write(f"{pid}\n")
-    os.replace(path + ".partial", path)
+    os.replace(partial, path)
 
 
 if "--background-sleep" in sys.argv:
