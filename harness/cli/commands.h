@@ -72,6 +72,8 @@ struct WatchArgs {
   int timeout_seconds = 3600;
   std::string save_scenario;              // empty: none; else the scenario file to write
   std::string loss = "auto";              // the golden's loss (--loss)
+  std::string golden = "own";             // --golden: own (the run's dtype) or float64
+  int64_t coordinates = int64_t{1} << 18;  // --coordinates: judged per window (0: all)
   std::string junit_file;                 // empty: no JUnit XML
   std::string html_file;                  // empty: no HTML page
   std::string golden_dir = "golden";      // where the saved scenario's golden goes

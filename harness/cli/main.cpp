@@ -240,6 +240,17 @@ int main(int argc, char** argv) {
                     "samples), mse, model (the loss the model computes in its own forward from "
                     "labels, over the whole batch)")
       ->check(CLI::IsMember({"auto", "tokens", "samples", "mse", "model"}));
+  watch->add_option("--golden", watch_args.golden,
+                    "the golden's precision: own (default: each micro-batch's forward and "
+                    "backward computed again at the step's start weights in the run's own dtype "
+                    "and kernels, summed in float64; one extra copy of the gradients while it "
+                    "runs), float64 (the same in float64, with a self-check against the loop's "
+                    "losses; about 3x the model's memory: for small models)")
+      ->check(CLI::IsMember({"own", "float64"}));
+  watch->add_option("--coordinates", watch_args.coordinates,
+                    "gradient coordinates judged per step, the same on every rank: every tensor "
+                    "at least 64, the rest in proportion to size (default 262144; 0: all)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   watch->add_option("--save-scenario", watch_args.save_scenario,
                     "write the watched run as a scenario FILE (config, model, samples beside it; "
                     "its golden computed), the diagnosis as its expectation");

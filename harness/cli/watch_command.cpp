@@ -174,7 +174,8 @@ int run_watch(const WatchArgs& args) {
   const auto started = std::chrono::steady_clock::now();
   try {
     watched = launch_watched({args.command, args.steps, args.memory_steps, args.timeout_seconds,
-                              !args.save_scenario.empty(), args.loss},
+                              !args.save_scenario.empty(), args.loss, args.golden,
+                              args.coordinates},
                              folder);
   } catch (const std::runtime_error& error) {
     std::cerr << "trainrepro watch: " << error.what() << "\n";

@@ -61,9 +61,9 @@ std::string steps_table(const WatchJudgement& judged) {
             html(window_against_golden(window)) + "</td><td class=\"mono tested\">" +
             html(tested) + "</td></tr>\n";
   }
-  return "<h2>Each judged step against the golden</h2>\n<p>The golden: a float64 forward and "
+  return "<h2>Each judged step against the golden</h2>\n<p>The golden: a forward and "
          "backward over all of the step's micro-batches on every rank, at the step's start "
-         "weights. Hypotheses: each known mistake's predicted gradient, its relative error "
+         "weights (in the dtype said below). Hypotheses: each known mistake's predicted gradient, its relative error "
          "(a match is within 1e-4; for a bfloat16 model within 2x its precision twin's relative "
          "error plus one bfloat16 rounding per micro-step).</p>\n<table class=\"watch\"><thead><tr><th>step</th>"
          "<th>micro-steps per rank</th><th>items</th><th>norm ratio</th><th>cosine</th>"
@@ -123,6 +123,9 @@ std::string watch_html_page(const WatchReport& report) {
     page += "<h2>Golden self-check</h2>\n<p>" + html(judged.golden_self_check_failed) + "</p>\n";
   }
   if (!judged.golden.empty()) page += "<p>Judged by the golden in " + html(judged.golden) + ".</p>\n";
+  if (!judged.coordinates.empty()) {
+    page += "<p>Judged on " + html(judged.coordinates) + ".</p>\n";
+  }
   if (!report.problem.empty()) page += "<h2>The command</h2>\n<pre>" + html(report.problem) + "</pre>\n";
   if (!judged.not_judged_reason.empty()) {
     page += "<p>Gradients not judged: " + html(judged.not_judged_reason) + "</p>\n";

@@ -59,6 +59,7 @@ std::string watch_console_text(const WatchReport& report) {
     text += "    golden self-check: " + judged.golden_self_check_failed + "\n";
   }
   if (!judged.golden.empty()) text += "    judged by the golden in " + judged.golden + "\n";
+  if (!judged.coordinates.empty()) text += "    judged on " + judged.coordinates + "\n";
   if (!judged.not_judged_reason.empty() && report.problem.empty()) {
     text += "    gradients not judged: " + judged.not_judged_reason + "\n";
   }
@@ -146,6 +147,7 @@ nlohmann::json watch_results_json(const WatchReport& report) {
           {"findings", judged.findings},
           {"golden", judged.golden},
           {"golden_self_check_failed", judged.golden_self_check_failed},
+          {"coordinates", judged.coordinates},
           {"memory",
            {{"judged", judged.memory.judged},
             {"not_judged_reason", judged.memory.not_judged_reason},

@@ -54,11 +54,14 @@ struct WindowPieces {
   int64_t labels_counted = 0;  // the forwards' labels not -100 (Hugging Face); 0 when none
 };
 
-// The micro-step's piece of the golden that judges: float64's, or, where the float64 golden
-// failed its self-check in a bfloat16 run, its precision twin (a float32 run's recording holds
-// its own-dtype pieces in place of the float64 ones).
+// The micro-step's piece of the golden that judges: the recorded piece (float64's, or the
+// run's own dtype's), or, where a float64 golden failed its self-check in a bfloat16 run, its
+// precision twin (a float32 run's recording holds its own-dtype pieces in place of the float64
+// ones; --golden own records only the own-dtype pieces).
 const Gradients& golden_piece(const WatchedMicroStep& micro, bool twin_judges) {
-  return twin_judges ? micro.twin_summed_loss_gradients : micro.summed_loss_gradients;
+  return twin_judges && !micro.twin_summed_loss_gradients.empty()
+             ? micro.twin_summed_loss_gradients
+             : micro.summed_loss_gradients;
 }
 
 WindowPieces pieces_of(const std::vector<RankRecording>& ranks, size_t w, bool twin_judges) {
@@ -469,6 +472,7 @@ struct WindowGolden {
 
 WindowGolden golden_of(const std::vector<RankRecording>& ranks, size_t w) {
   WindowGolden golden;
+  golden.dtype = ranks.front().windows[w].golden_dtype;  // --golden own: the run's dtype
   for (const RankRecording& rank : ranks) {
     const WatchedWindow& window = rank.windows[w];
     for (const WatchedMicroStep& micro : window.micro_steps) {
@@ -497,6 +501,29 @@ WindowGolden golden_of(const std::vector<RankRecording>& ranks, size_t w) {
         "golden in the run's own dtype and kernels";
   }
   return golden;
+}
+
+std::string own_golden_in_words(const std::string& dtype) {
+  return dtype + ": each micro-batch's forward and backward computed again at the step's start "
+         "weights in the run's own dtype and kernels, summed in float64 as the unaccumulated "
+         "large batch would be (--golden float64 for a float64 one)";
+}
+
+// How many gradient coordinates were judged, and what a sample can miss.
+std::string coordinates_in_words(const RankRecording& rank) {
+  if (rank.coordinates_judged < 0 || rank.coordinates_judged == rank.coordinates_total) {
+    return "";
+  }
+  const double share = static_cast<double>(rank.coordinates_judged) /
+                       static_cast<double>(std::max<int64_t>(rank.coordinates_total, 1));
+  return std::to_string(rank.coordinates_judged) + " of the " +
+         std::to_string(rank.coordinates_total) + " gradient coordinates (" +
+         format("%.3g", 100.0 * share) +
+         "%, the same on every rank: every tensor at least 64, the rest in proportion to its "
+         "size). Every known mistake scales or drops whole micro-batches, the same on every "
+         "coordinate, so a sample judges it as the whole does; a fault confined to a share f of "
+         "a tensor judged on k coordinates escapes with probability (1-f)^k (--coordinates 0 "
+         "judges all)";
 }
 
 std::string why_gradients_not_judged(const std::vector<RankRecording>& ranks) {
@@ -559,7 +586,10 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
 
   const int64_t gas = first.resolved.gradient_accumulation_steps;
   const Tolerance tolerance = default_tolerance(EngineDtype::float32);
-  judgement.golden = judgement.judged ? "float64" : "";
+  judgement.golden = !judgement.judged          ? ""
+                     : first.golden_kind == "own" ? own_golden_in_words(first.resolved.dtype)
+                                                  : "float64";
+  judgement.coordinates = coordinates_in_words(first);
   for (size_t w = 0; judgement.judged && w < windows; ++w) {
     const WindowGolden golden = golden_of(ranks, w);
     const bool twin_judges = golden.dtype == "bfloat16";
@@ -638,7 +668,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
           best_error = error;
         }
       }
-      if (!best && window.twin_relative_error >= 0.0) {
+      if (!best && (window.twin_relative_error >= 0.0 || twin_judges)) {
         best_specifics = low_precision_accumulation(first, window, hypothesis_match, best);
       }
       if (!judgement.diagnosis && judgement.explanation.empty()) {

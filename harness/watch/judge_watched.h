@@ -52,6 +52,8 @@ struct WatchJudgement {
   // and, when the float64 golden failed its self-check, where and why (never a diagnosis).
   std::string golden;
   std::string golden_self_check_failed;
+  // The gradient coordinates judged, in words, when a sample of them ("" when all).
+  std::string coordinates;
   // Rank 0's memory over the first M steps, judged as a scenario's with the default warm-up and
   // window (not judged when no memory was watched, or too few steps).
   MemoryJudgement memory;

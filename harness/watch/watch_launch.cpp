@@ -36,6 +36,8 @@ WatchLaunch launch_watched(const WatchSettings& settings, const PrivateFolder& f
   ::setenv("TRAINREPRO_WATCH_MEMORY_STEPS", std::to_string(settings.memory_steps).c_str(), 1);
   ::setenv("TRAINREPRO_WATCH_SAVE", settings.save ? "1" : "0", 1);
   ::setenv("TRAINREPRO_WATCH_LOSS", settings.loss.c_str(), 1);
+  ::setenv("TRAINREPRO_WATCH_GOLDEN", settings.golden.c_str(), 1);
+  ::setenv("TRAINREPRO_WATCH_COORDINATES", std::to_string(settings.coordinates).c_str(), 1);
   // Which process the watched Pythons outlive only briefly (sitecustomize.py): this one, named
   // by pid and start time so that a later process given the same pid is not taken for it.
   const int64_t started = process_start_ticks(::getpid());

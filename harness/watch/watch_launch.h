@@ -19,6 +19,8 @@ struct WatchSettings {
   int timeout_seconds = 3600;        // the whole command's, killed with its process group after
   bool save = false;                 // record what --save-scenario needs (inputs, model)
   std::string loss = "auto";         // the golden's loss: auto, tokens, samples, mse, model
+  std::string golden = "own";        // the golden's dtype: own (the run's) or float64
+  int64_t coordinates = int64_t{1} << 18;  // gradient coordinates judged (0: every one)
   bool echo_output = true;           // the command's output to stdout as it is written
 };
 

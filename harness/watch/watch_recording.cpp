@@ -168,6 +168,27 @@ RankRecording read_rank(const std::string& json_path) {
   rank.parameter_names = json.texts("parameter_names");
   rank.calls = json.texts("calls");
   rank.golden_not_computed = json.text("golden_not_computed");
+  if (json.has("golden_kind")) rank.golden_kind = json.text("golden_kind");
+  if (json.has("coordinates")) {
+    const Reader coordinates = json.object("coordinates");
+    const nlohmann::json& judged = coordinates.at("judged");
+    const nlohmann::json& of = coordinates.at("of");
+    if (!judged.is_array() || judged.size() != rank.parameter_names.size()) {
+      coordinates.fail("judged", "one count per parameter", judged);
+    }
+    if (!of.is_array() || of.size() != rank.parameter_names.size()) {
+      coordinates.fail("of", "one count per parameter", of);
+    }
+    rank.coordinates_judged = rank.coordinates_total = 0;
+    for (size_t p = 0; p < judged.size(); ++p) {
+      if (!judged[p].is_number_integer() || !of[p].is_number_integer() ||
+          judged[p].get<int64_t>() < 0 || judged[p].get<int64_t>() > of[p].get<int64_t>()) {
+        coordinates.fail("judged", "counts between 0 and the parameter's size", judged);
+      }
+      rank.coordinates_judged += judged[p].get<int64_t>();
+      rank.coordinates_total += of[p].get<int64_t>();
+    }
+  }
   if (json.has("config_given")) rank.config_given = json.at("config_given");
   if (json.has("save_not_possible")) rank.save_not_possible = json.text("save_not_possible");
 

@@ -42,8 +42,9 @@ struct WatchedMicroStep {
   // The labels the forward received that are not -100 (a Hugging Face model's `labels`), as the
   // Trainer counts them; -1 when the forward received no labels.
   int64_t labels_counted = -1;
-  // The golden's piece, at the window's start weights in float64: the summed loss over the
-  // micro-batch's items (targets counted, ignore_index left out) and its gradient. Absent
+  // The golden's piece, at the window's start weights (in float64, or in the run's own dtype:
+  // WatchedWindow::golden_dtype): the summed loss over the micro-batch's items (targets
+  // counted, ignore_index left out) and its gradient, on the judged coordinates. Absent
   // (items 0, no tensors) when the golden could not be computed.
   int64_t items = 0;
   double loss_sum = 0.0;
@@ -106,6 +107,12 @@ struct RankRecording {
   std::vector<std::string> calls;  // the loop's calls in order, during the watched steps
   std::vector<WatchedWindow> windows;
   std::string golden_not_computed;  // why the golden's pieces are missing; "" when present
+  // --golden: "own" (each piece computed again in the run's dtype and kernels) or "float64".
+  std::string golden_kind = "float64";
+  // The gradient coordinates every tensor of this recording holds, of all the model's (the
+  // same coordinates on every rank; equal when every one is judged). -1: not recorded.
+  int64_t coordinates_judged = -1;
+  int64_t coordinates_total = -1;
   // --save-scenario: the config as the script passed it to deepspeed.initialize (null when it
   // could not be read), and why the run cannot become a scenario ("" when it can).
   nlohmann::json config_given;

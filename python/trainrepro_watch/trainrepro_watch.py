@@ -4,8 +4,8 @@ sitecustomize.py calls patch_deepspeed() when the script imports deepspeed. From
 `deepspeed.initialize` returns the engine it always returns, but watched: for the first K
 optimizer steps (TRAINREPRO_WATCH_STEPS) each window (the micro-steps up to an optimizer step)
 records
-  - the weights at the window's start (the fp32 masters, full: DeepSpeed's own
-    safe_get_full_fp32_param at ZeRO 1-3),
+  - for --golden float64 (and --save-scenario's first window) the weights at the window's
+    start (the fp32 masters, full: DeepSpeed's own safe_get_full_fp32_param at ZeRO 1-3),
   - what each micro-step's forward received (tensors, and dicts, lists and tuples of them),
   - the loss function the loop applied to the forward's outputs (torch.nn.functional's
     cross_entropy or mse_loss, also through nn.CrossEntropyLoss / nn.MSELoss) and its target,
@@ -14,14 +14,20 @@ records
     clipping; safe_get_full_grad at ZeRO 1-3),
   - the order of the loop's calls (forward, backward, step, zero_grad, optimizer.step, the
     scheduler's step, a direct loss.backward()).
-When a window closes, the golden's pieces are computed from the window's start weights in float64
-(torch.func.functional_call over the same module, nothing of the user's changed): for every
-micro-batch the gradient of its summed loss and its items (targets counted, ignore_index left
-out). trainrepro adds them up over micro-batches and ranks into the golden and the hypotheses
-(harness/watch/judge_watched.cpp). At ZeRO 3 the module's parameters are partitions: the frozen
-ones are gathered for the golden (the trainable ones are the recorded full weights), and
-DeepSpeed's own module hooks, which would gather and release partitions around every
-submodule, are set aside while the float64 copy runs.
+When a window closes (at its boundary, before the optimizer updates the weights) its golden's
+pieces are computed at once, and the window's inputs dropped: for every micro-batch the gradient
+of its summed loss at the window's start weights and its items (targets counted, ignore_index
+left out), through torch.func.functional_call over the same module, nothing of the user's
+changed. --golden own (TRAINREPRO_WATCH_GOLDEN, the default) computes them in the run's own
+dtype and kernels on the module's weights, which at the boundary are still the start weights;
+--golden float64 in float64 at start weights copied at the window's first forward (about three
+times the model's memory: small models). Gradients are kept on the judged coordinates only
+(TRAINREPRO_WATCH_COORDINATES, the same on every rank), in float64: a window costs one extra
+copy of the gradients while one micro-step's golden is computed, and a few MiB after.
+trainrepro adds the pieces up over micro-steps and ranks into the golden and the hypotheses
+(harness/watch/judge_watched.cpp). At ZeRO 3 the module's parameters are partitions: they are
+gathered (DeepSpeed's GatheredParameters) while the golden runs, and DeepSpeed's own module
+hooks, which would gather and release partitions around every submodule, are set aside.
 
 Memory, for the first M optimizer steps (TRAINREPRO_WATCH_MEMORY_STEPS, 0: none): at every
 boundary the census of `run --engine deepspeed` (memory_census.py: the live tensors by birth step,
@@ -56,7 +62,21 @@ def _settings():
             "steps": int(os.environ.get("TRAINREPRO_WATCH_STEPS", "4")),
             "save": os.environ.get("TRAINREPRO_WATCH_SAVE") == "1",
             "loss": os.environ.get("TRAINREPRO_WATCH_LOSS", "auto"),
-            "memory_steps": int(os.environ.get("TRAINREPRO_WATCH_MEMORY_STEPS", "0"))}
+            "memory_steps": int(os.environ.get("TRAINREPRO_WATCH_MEMORY_STEPS", "0")),
+            "golden": os.environ.get("TRAINREPRO_WATCH_GOLDEN", "own"),
+            "coordinates": int(os.environ.get("TRAINREPRO_WATCH_COORDINATES",
+                                              str(_DEFAULT_COORDINATES)))}
+
+
+# How many gradient coordinates a window is judged on (--coordinates; 0: all of them). Every
+# hypothesis is a fixed combination of the micro-steps' gradients, the same on every coordinate,
+# so a sample judges it as the whole does; 2^18 float64 coordinates are 2 MiB per gradient kept,
+# whatever the model's size.
+_DEFAULT_COORDINATES = 1 << 18
+# A tensor is never judged on fewer coordinates than this (or all of its own, when it has
+# fewer): a fault confined to one tensor still shows, however small its share of the model.
+_FEWEST_PER_TENSOR = 64
+_SAMPLE_SEED = 0x7261696e  # the same coordinates on every rank and in every run
 
 
 def _let_collective_threads_finish():
@@ -203,19 +223,49 @@ def _write_initialize_raised(error):
          "initialize_raised": f"{type(error).__name__}: {error}"}).encode())
 
 
-def _safetensors_bytes(tensors):
-    """The safetensors format: an 8-byte little-endian header size, the JSON header, the data."""
-    import numpy
-    header, chunks, offset = {}, [], 0
+def _write_safetensors_atomically(path, tensors):
+    """The safetensors format (an 8-byte little-endian header size, the JSON header, the data),
+    written tensor by tensor: never the whole file in memory at once."""
+    header, offset = {}, 0
     for name, tensor in tensors.items():
-        data = tensor.detach().to("cpu").contiguous().double().numpy().tobytes()
+        size = tensor.numel() * 8
         header[name] = {"dtype": "F64", "shape": list(tensor.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        chunks.append(data)
-        offset += len(data)
+                        "data_offsets": [offset, offset + size]}
+        offset += size
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(chunks)
+    with open(path + ".partial", "wb") as out:
+        out.write(struct.pack("<Q", len(text)) + text)
+        for tensor in tensors.values():
+            out.write(tensor.detach().to("cpu").contiguous().double().numpy().tobytes())
+    os.replace(path + ".partial", path)
+
+
+def _size(shape):
+    count = 1
+    for size in shape:
+        count *= size
+    return count
+
+
+def _coordinates_judged(shapes, budget, torch):
+    """For each trainable parameter, the flat indices of the gradient coordinates judged (None:
+    all of them): every coordinate while the model has at most `budget` (0: no limit), else each
+    tensor's share of the budget in proportion to its size, at least _FEWEST_PER_TENSOR, drawn
+    at random from a fixed seed, so every rank judges the same coordinates (their sums over the
+    ranks are the golden's) and every run the same."""
+    sizes = [_size(shape) for shape in shapes]
+    if budget <= 0 or sum(sizes) <= budget:
+        return [None] * len(sizes)
+    total, chosen = sum(sizes), []
+    for j, size in enumerate(sizes):
+        count = max(_FEWEST_PER_TENSOR, round(budget * size / total))
+        if count >= size:
+            chosen.append(None)
+            continue
+        generator = torch.Generator().manual_seed(_SAMPLE_SEED + j)
+        chosen.append(torch.unique(torch.randint(size, (count,), generator=generator)))
+    return chosen
 
 
 def _map_tensors(value, function):
@@ -335,8 +385,15 @@ class Watcher:
         self.folder, self.steps_wanted = settings["dir"], settings["steps"]
         self.save, self.config_given = settings["save"], config_given
         self.loss_kind = settings["loss"]
+        self.golden_kind = settings["golden"]
+        if self.golden_kind not in ("own", "float64"):
+            raise ValueError(f"TRAINREPRO_WATCH_GOLDEN: expected own or float64, found "
+                             f"{self.golden_kind!r}")
         self.zero_stage = int(engine.zero_optimization_stage())
         self.named = [(n, p) for n, p in engine.module.named_parameters() if p.requires_grad]
+        self.coordinates = _coordinates_judged(
+            [tuple(getattr(p, "ds_shape", None) or p.shape) for _, p in self.named],
+            settings["coordinates"], torch)
         self.calls = []
         self.windows = []
         self.window = None
@@ -374,10 +431,12 @@ class Watcher:
         watcher = self
 
         def backward(tensor, *args, **kwargs):
-            if not watcher.finished and "engine.backward" not in watcher.inside:
+            if not watcher.finished and "engine.backward" not in watcher.inside \
+                    and "golden" not in watcher.inside:
                 watcher.calls.append("loss.backward()")
                 if watcher.micro is not None:
                     watcher.micro["loss"] = float(tensor.detach().float())
+                    watcher.micro.pop("outputs", None)
             return watcher._tensor_backward(tensor, *args, **kwargs)
 
         torch.Tensor.backward = backward
@@ -437,18 +496,29 @@ class Watcher:
         no_grad, in eval(), or, found later, a forward no backward followed) or a nested call."""
         recording = (not self.finished and self._torch.is_grad_enabled()
                      and self.engine.module.training and "forward" not in self.inside
-                     and "module forward" not in self.inside)
+                     and "module forward" not in self.inside and "golden" not in self.inside)
         if recording:
             with self._record():
                 if self.window is None:
-                    self.window = {"start": self._full_weights(), "micro_steps": []}
+                    # The start weights are copied only for a golden that needs them apart from
+                    # the module's own (float64) and for --save-scenario's model: the own-dtype
+                    # golden runs at the boundary, before the update, on the module's weights,
+                    # which are still the window's start weights then.
+                    keep = self.golden_kind == "float64" or (self.save and not self.windows)
+                    self.window = {"start": self._full_weights() if keep else None,
+                                   "micro_steps": []}
                 elif self.micro is not None and self.micro["loss"] is None:
                     self.window["micro_steps"].remove(self.micro)
                 self.calls.append("forward")
                 clone = lambda t: t.detach().clone()  # noqa: E731
+                labels = kwargs.get("labels") if isinstance(kwargs, dict) else None
                 self.micro = {"args": _map_tensors(args, clone),
                               "kwargs": _map_tensors(kwargs, clone),
-                              "loss_function": None, "loss": None}
+                              "loss_function": None, "loss": None,
+                              # Hugging Face's labels, as the Trainer counts them
+                              # (num_items_in_batch)
+                              "labels_counted": int((labels != -100).sum())
+                              if isinstance(labels, self._torch.Tensor) else None}
                 self.window["micro_steps"].append(self.micro)
         return recording
 
@@ -460,7 +530,7 @@ class Watcher:
                                           inside_forward=True)
 
     def recording_micro_step(self):
-        return not self.finished and self.micro is not None
+        return not self.finished and self.micro is not None and "golden" not in self.inside
 
     def saw_loss_function(self, name, arguments, result):
         """A torch.nn.functional loss was called: the loop's loss when its input is (a view of)
@@ -507,6 +577,10 @@ class Watcher:
             self.calls.append("engine.backward()")
             if self.micro is not None:
                 self.micro["loss"] = float(loss.detach().float())
+                # The forward's outputs were kept to find the loss's input among them; held on
+                # to the boundary they would be the watch's (a language model's logits are its
+                # largest activation).
+                self.micro.pop("outputs", None)
                 # engine.backward(loss, retain_graph, scale_wrt_gas): False asks DeepSpeed not
                 # to divide by gradient_accumulation_steps (transformers' Trainer passes it).
                 scale = kwargs.get("scale_wrt_gas", args[1] if len(args) > 1 else True)
@@ -519,13 +593,18 @@ class Watcher:
 
     def _own_tensors(self):
         """The watch's records, never the training's memory."""
+        yield from (c for c in self.coordinates if c is not None)
         for window in self.windows + ([self.window] if self.window else []):
             yield from window.get("start") or []
             yield from window.get("run_gradients", [])
+            for piece in window.get("pieces") or []:
+                yield from piece["gradients"]
+                yield from piece.get("twin_gradients", [])
             for micro in window["micro_steps"]:
                 for value in (micro["args"], micro["kwargs"]):
                     yield from (t for _, t in _tensors_in(value))
-                if micro["loss_function"] is not None:
+                if micro["loss_function"] is not None and \
+                        micro["loss_function"]["target"] is not None:
                     yield micro["loss_function"]["target"]
 
     def _record(self):
@@ -565,15 +644,14 @@ class Watcher:
             return result
         self.calls.append("engine.step()")
         boundary = self.engine.is_gradient_accumulation_boundary()
-        with self._record():
-            gradients = self._full_gradients() if boundary and self.window is not None else None
+        judged = self._judge_boundary() if boundary and self.window is not None else None
         self.inside.add("engine.step")
         try:
             result = original(*args, **kwargs)
         finally:
             self.inside.discard("engine.step")
-        if gradients is not None:
-            self._close_window(gradients, "engine.step()")
+        if judged is not None:
+            self._close_window(judged, "engine.step()")
         if boundary:
             self._sample_memory()
         return result
@@ -590,14 +668,26 @@ class Watcher:
         if self.finished or self.inside:  # the engine's own step, or after the watched steps
             return
         self.calls.append("optimizer.step()")
-        with self._record():
-            if self.window is not None:
-                self._pending_gradients = self._full_gradients()
+        if self.window is not None:
+            self._pending_gradients = self._judge_boundary()
 
     def _after_optimizer_step(self):
-        gradients, self._pending_gradients = self._pending_gradients, None
-        if gradients is not None:
-            self._close_window(gradients, "optimizer.step()")
+        judged, self._pending_gradients = self._pending_gradients, None
+        if judged is not None:
+            self._close_window(judged, "optimizer.step()")
+
+    def _judge_boundary(self):
+        """At the boundary, before the optimizer updates the weights: the gradients the update
+        will use and the golden's pieces (the weights are still the window's start weights
+        here). What stays of the window is its judged coordinates, never its gradients whole:
+        the watch holds at most one extra copy of the model's gradients, and only while one
+        micro-step's golden is computed."""
+        window = self.window
+        window["micro_steps"] = [m for m in window["micro_steps"] if m["loss"] is not None]
+        with self._record():
+            gradients = self._full_gradients()
+            pieces, golden = self._golden_at_boundary(window)
+        return gradients, pieces, golden
 
     # --- what is recorded -------------------------------------------------------------------
 
@@ -633,59 +723,120 @@ class Watcher:
         return masters
 
     def _full_gradients(self):
-        """What the update will use, before clipping: p.grad at stage 0 (divided by a mixed
-        precision wrapper's loss scale, as its step does), DeepSpeed's assembled gradient at
-        ZeRO 1-3."""
+        """What the update will use, before clipping, on the judged coordinates: p.grad at stage
+        0 (divided by a mixed precision wrapper's loss scale, as its step does), DeepSpeed's
+        assembled gradient at ZeRO 1-3 (gathered one parameter at a time, a collective)."""
         from deepspeed.utils import safe_get_full_grad
         scale = float(getattr(self.engine.optimizer, "cur_scale", 1.0) or 1.0)
         gradients = []
-        for _, p in self.named:
+        for j, (_, p) in enumerate(self.named):
             g = p.grad / scale if self.zero_stage == 0 and p.grad is not None else (
                 None if self.zero_stage == 0 else safe_get_full_grad(p))
-            gradients.append(self._torch.zeros(p.ds_shape if hasattr(p, "ds_shape") else p.shape,
-                                               dtype=self._torch.float64)
-                             if g is None else g.detach().double().clone())
+            gradients.append(self._judged_coordinates(j, g))
         return gradients
 
-    def _close_window(self, gradients, closed_by):
+    def _judged_coordinates(self, j, gradient):
+        """Parameter j's gradient on its judged coordinates, in float64 on the CPU (zeros for a
+        parameter that received none)."""
+        torch, chosen = self._torch, self.coordinates[j]
+        if gradient is None:
+            _, p = self.named[j]
+            shape = (len(chosen),) if chosen is not None else \
+                tuple(getattr(p, "ds_shape", None) or p.shape)
+            return torch.zeros(shape, dtype=torch.float64)
+        flat = gradient.detach().reshape(-1)
+        if chosen is None:
+            return flat.to("cpu", torch.float64, copy=True).reshape(gradient.shape)
+        return flat[chosen.to(flat.device)].to("cpu", torch.float64)
+
+    def _close_window(self, judged, closed_by):
         window, self.window, self.micro = self.window, None, None
-        window["run_gradients"] = gradients
+        window["run_gradients"], window["pieces"], window["golden"] = judged
         window["closed_by"] = closed_by
         window["calls_at_close"] = len(self.calls)
-        window["micro_steps"] = [m for m in window["micro_steps"] if m["loss"] is not None]
-        for micro in window["micro_steps"]:
-            micro.pop("outputs", None)
+        window["start"] = window["start"] if self.save and not self.windows else None
+        if not self.save:  # the inputs and targets served the golden; --save-scenario keeps them
+            for micro in window["micro_steps"]:
+                micro["args"] = micro["kwargs"] = None
+                if micro["loss_function"] is not None:
+                    micro["loss_function"]["target"] = None
         self.windows.append(window)
         if len(self.windows) >= self.steps_wanted:
             self._write("")
 
-    def _golden_pieces(self, window):
-        """Per micro-step: the float64 gradient of its summed loss at the window's start weights,
-        its items and its summed loss; for a bfloat16 model also the same gradient computed in
-        bfloat16 (the precision twin: what a correct accumulation of this window would hold
-        before any accumulation rounding). Raises ValueError saying why it cannot be computed.
-
-        The float64 golden first proves itself: each micro-step's loss, computed by the loop's
-        own loss call at the start weights, must be the loop's within the run's rounding
-        (_loss_allowance). When one is not, the float64 forward is another function (a float32
-        mask built inside forward, a kernel that differs by dtype) and a float32 model's pieces
-        are computed again in its own dtype and kernels instead: the float64 ones are dropped
-        first, so the window never holds more than one gradient per micro-step (what it held
-        before). A bfloat16 model's own-dtype golden is its twin, already computed. Returns
-        (pieces, the window's golden record)."""
+    def _golden_at_boundary(self, window):
+        """The window's golden pieces (or none, the reason in golden_not_computed): computed
+        here, at the boundary, so that no window's inputs or gradients outlive it. At ZeRO 3 the
+        module's weights are gathered first, a collective every rank enters at every boundary
+        whatever its own golden does next, so that no rank waits for another forever. The
+        random number generators are put back afterwards: the golden's forwards draw from them
+        (dropout), and the training must draw what it would have drawn unwatched."""
         torch = self._torch
+        devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+        self.inside.add("golden")
+        try:
+            with torch.random.fork_rng(devices=devices), self._own_weights() as own:
+                if self.golden_not_computed:
+                    return [], None
+                try:
+                    return self._golden_pieces(window, own)
+                except Exception as error:  # noqa: BLE001: the verdict says why, the run goes on
+                    self.golden_not_computed = f"window {len(self.windows)}: {error}"
+                    return [], None
+        finally:
+            self.inside.discard("golden")
+
+    @contextlib.contextmanager
+    def _own_weights(self):
+        """The module's weights as the run computes with them, for the own-dtype golden: the
+        trainable ones as new leaves sharing the parameters' memory (their gradients go nowhere
+        near DeepSpeed's), the frozen ones as they are, the buffers copied (a BatchNorm's
+        forward in train mode updates its running statistics in place; the run's stay as the
+        run left them). At ZeRO 3, inside DeepSpeed's GatheredParameters."""
         module = self.engine.module
+        with self._gathered([p for _, p in module.named_parameters()]):
+            trainable = {n for n, _ in self.named}
+            weights = {n: p.detach().requires_grad_(True) for n, p in self.named}
+            values = {n: p.detach() for n, p in module.named_parameters() if n not in trainable}
+            for name, b in module.named_buffers():
+                values[name] = b.detach().clone()
+            yield weights, values
+
+    def _float64_weights(self, window):
+        """The window's start weights in float64 (recorded at its first forward), the frozen
+        parameters and buffers cast up: the float64 golden's."""
+        torch, module = self._torch, self.engine.module
         names = [n for n, _ in self.named]
-        frozen_values = {}
-        frozen = [(name, p) for name, p in module.named_parameters() if name not in names]
+        weights = {n: w.to(torch.float64, copy=True).requires_grad_(True)
+                   for n, w in zip(names, window["start"])}
+        values = {}
+        frozen = [(name, p) for name, p in module.named_parameters() if name not in weights]
         with self._gathered([p for _, p in frozen]):
             for name, p in frozen:
-                frozen_values[name] = p.detach().double().clone()
+                values[name] = p.detach().double().clone()
         for name, b in module.named_buffers():
-            frozen_values[name] = b.detach().double() if b.is_floating_point() else b.detach()
-        own_dtype = self._module_dtype()
-        low_precision = own_dtype == torch.bfloat16
-        forward_length = _forward_reduction_length(module)
+            values[name] = b.detach().double() if b.is_floating_point() else b.detach().clone()
+        return weights, values
+
+    def _golden_pieces(self, window, own):
+        """Per micro-step: the gradient of its summed loss at the window's start weights (on the
+        judged coordinates), its items and its summed loss. Raises ValueError saying why it
+        cannot be computed. Returns (pieces, the window's golden record).
+
+        --golden own (the default): each micro-step's forward and backward computed again in
+        the run's own dtype and kernels, on the module's weights: the run's own function (a
+        float32 mask built inside forward, a kernel that differs by dtype are the run's too),
+        at the cost of one more forward and backward per micro-step and one copy of the
+        gradients while it lasts. It checks itself: the loss it computes must be the loop's
+        within twice the run's rounding (_loss_allowance), or the forward is not a function of
+        the weights and inputs alone (dropout in train mode) and nothing is judged.
+
+        --golden float64: the same in float64 at the recorded start weights (inputs cast up),
+        which proves itself against the loop's loss within the run's rounding; when it is not
+        the run's function, the own-dtype pieces judge instead. A bfloat16 model's float64
+        pieces come with their own-dtype twins (the precision's own error)."""
+        torch = self._torch
+        module = self.engine.module
         losses = []
         for i, micro in enumerate(window["micro_steps"]):
             loss = micro["loss_function"]
@@ -698,45 +849,55 @@ class Watcher:
                 raise ValueError(f"micro-step {i}'s {loss['name']} has class weights, which the "
                                  "golden does not follow yet")
             losses.append(loss)
+        own_dtype = self._module_dtype()
+        own_name = str(own_dtype).replace("torch.", "")
+        forward_length = _forward_reduction_length(module)
+        if self.golden_kind == "own":
+            return self._own_pieces(window, losses, own, forward_length, own_dtype, None), \
+                {"dtype": own_name, "float64_failed": None}
+        low_precision = own_dtype == torch.bfloat16
         golden = {"dtype": "float64", "float64_failed": None}
+        weights64 = self._float64_weights(window)
         pieces = []
         for i, (micro, loss) in enumerate(zip(window["micro_steps"], losses)):
-            summed, items, grads, check = self._piece(window, frozen_values, micro, loss, i,
-                                                      torch.float64)
+            summed, items, grads, check = self._piece(weights64, micro, loss, i, golden=True)
             check = self._self_check(loss, check, forward_length, own_dtype, copies=1)
             piece = {"items": items, "loss_sum": float(summed.detach()), "gradients": grads,
                      "self_check": check}
             if low_precision:
-                piece["twin_gradients"] = self._piece(window, frozen_values, micro, loss, i,
-                                                      torch.bfloat16)[2]
+                piece["twin_gradients"] = self._piece(own, micro, loss, i, golden=False)[2]
             pieces.append(piece)
             if check is not None and not check["passed"] and golden["float64_failed"] is None:
                 golden["float64_failed"] = dict(check, micro_step=i)
-                golden["dtype"] = str(own_dtype).replace("torch.", "")
+                golden["dtype"] = own_name
                 if not low_precision:
                     break
         if golden["float64_failed"] is None or low_precision:
             return pieces, golden
         checks = [p["self_check"] for p in pieces]
-        pieces = []  # the float64 gradients go before the own-dtype ones come
+        pieces = None  # the float64 gradients go before the own-dtype ones come
+        return self._own_pieces(window, losses, own, forward_length, own_dtype, checks), golden
+
+    def _own_pieces(self, window, losses, own, forward_length, own_dtype, float64_checks):
+        pieces = []
         for i, (micro, loss) in enumerate(zip(window["micro_steps"], losses)):
-            summed, items, grads, check = self._piece(window, frozen_values, micro, loss, i,
-                                                      own_dtype)
+            summed, items, grads, check = self._piece(own, micro, loss, i, golden=False)
             # Two computations in the run's dtype, each within the allowance of the true value.
-            own = self._self_check(loss, check, forward_length, own_dtype, copies=2)
-            if own is not None and not own["passed"]:
+            own_check = self._self_check(loss, check, forward_length, own_dtype, copies=2)
+            if own_check is not None and not own_check["passed"]:
                 raise ValueError(
-                    f"neither golden reproduces the loop's loss: micro-step {i}'s loss is "
-                    f"{own['loop_loss']!r} in the loop, {own['golden_loss']!r} computed again "
-                    f"in {golden['dtype']} at the window's start weights (allowance "
-                    f"{own['allowance']:.3g}); the forward is not a function of the weights "
-                    "and inputs alone (dropout in train mode, other randomness, or weights "
-                    "changed inside the window)")
+                    f"the golden does not reproduce the loop's loss: micro-step {i}'s loss is "
+                    f"{own_check['loop_loss']!r} in the loop, {own_check['golden_loss']!r} "
+                    f"computed again in {str(own_dtype).replace('torch.', '')} at the window's "
+                    f"start weights (allowance {own_check['allowance']:.3g}); the forward is "
+                    "not a function of the weights and inputs alone (dropout in train mode, "
+                    "other randomness, or weights changed inside the window)")
             pieces.append({"items": items, "loss_sum": float(summed.detach()),
                            "gradients": grads,
-                           "self_check": checks[i] if i < len(checks) else None,
-                           "own_check": own})
-        return pieces, golden
+                           "self_check": own_check if float64_checks is None else
+                           (float64_checks[i] if i < len(float64_checks) else None),
+                           "own_check": own_check})
+        return pieces
 
     def _self_check(self, loss, check, forward_length, dtype, copies):
         """The golden's loss for one micro-step against the loop's, with the allowance of
@@ -762,32 +923,32 @@ class Watcher:
         except Exception:  # noqa: BLE001: an engine without it; the judge then assumes nothing
             return None
 
+    def _shapes(self):
+        return [tuple(getattr(p, "ds_shape", None) or p.shape) for _, p in self.named]
+
     def _module_dtype(self):
         return next(self.engine.module.parameters()).dtype
 
-    def _piece(self, window, frozen_values, micro, loss, i, dtype):
-        """One micro-step's summed loss, its items and the gradient of that sum (float64 tensors)
-        at the window's start weights, the forward and backward run in dtype: float64 for the
-        golden (inputs cast up), the model's own for the precision twin (inputs as the loop
-        passed them)."""
+    def _piece(self, weights_and_values, micro, loss, i, golden):
+        """One micro-step's summed loss, its items, the gradient of that sum on the judged
+        coordinates (float64) and what the self-check needs, at the given weights: the float64
+        golden's (inputs cast up; golden True) or the run's own (inputs as the loop passed
+        them). The gradients of the whole model exist only inside this call."""
         torch = self._torch
         from torch.func import functional_call
         module = self.engine.module
+        weights, frozen_values = weights_and_values
         names = [n for n, _ in self.named]
-        weights = {n: w.to(dtype, copy=True).requires_grad_(True)
-                   for n, w in zip(names, window["start"])}
         values = dict(weights)
-        for name, value in frozen_values.items():
-            values[name] = value.to(dtype) if value.is_floating_point() else value
-        golden = dtype == torch.float64
+        values.update(frozen_values)
         to64 = lambda t: t.double() if t.is_floating_point() else t  # noqa: E731
         inputs = to64 if golden else (lambda t: t)  # noqa: E731
 
         def forward_and_backward(args=micro["args"], kwargs=micro["kwargs"]):
             outputs = module(*_map_tensors(args, inputs), **_map_tensors(kwargs, inputs))
             source = _select(outputs, loss["output"]).reshape(loss["input_shape"])
-            if not golden:  # the twin computes the loss in the dtype the loop's loss did
-                source = source.to(getattr(torch, loss.get("input_dtype", "bfloat16")))
+            if not golden:  # computed in the dtype the loop's loss was (logits.float())
+                source = source.to(getattr(torch, loss.get("input_dtype", "float32")))
             if golden and source.dtype != torch.float64:
                 raise ValueError(f"the model's output {loss['output']} is "
                                  f"{source.dtype}, not float64, with float64 weights and "
@@ -796,16 +957,15 @@ class Watcher:
             check = self._loop_loss_again(loss, source)
             summed, items = self._summed_loss(loss, source, rows, i)
             grads = torch.autograd.grad(summed, [weights[n] for n in names], allow_unused=True)
-            return summed, items, grads, check
+            return summed.detach(), items, [self._judged_coordinates(j, g)
+                                            for j, g in enumerate(grads)], check
 
         # The backward runs while the weights are still swapped in: a checkpointed block
         # (gradient checkpointing) runs its forward again inside the backward.
         with torch.enable_grad(), self._without_deepspeed_module_hooks():
-            summed, items, grads, check = functional_call(
-                _calling(module, forward_and_backward),
-                {f"module.{name}": value for name, value in values.items()}, ())
-        return summed, items, [torch.zeros_like(weights[n], dtype=torch.float64) if g is None
-                               else g.detach().double() for n, g in zip(names, grads)], check
+            return functional_call(_calling(module, forward_and_backward),
+                                   {f"module.{name}": value for name, value in values.items()},
+                                   ())
 
     def _loop_loss_again(self, loss, source):
         """The loop's own loss call (its reduction, ignore_index, label smoothing) on this
@@ -957,21 +1117,13 @@ class Watcher:
             names = [n for n, _ in self.named]
             for name, g in zip(names, window["run_gradients"]):
                 tensors[f"window{w}/run/{name}"] = g
-            pieces, golden = [], None
-            if not golden_error:
-                try:
-                    pieces, golden = self._golden_pieces(window)
-                except Exception as error:  # noqa: BLE001: the verdict says why, the run goes on
-                    golden_error = f"window {w}: {error}"
+            pieces, golden = (window["pieces"], window["golden"]) if not golden_error \
+                else ([], None)
             micro_steps = []
             for i, micro in enumerate(window["micro_steps"]):
-                labels = micro["kwargs"].get("labels") if isinstance(micro["kwargs"], dict) \
-                    else None
                 entry = {"loss": micro["loss"],
                          "scale_wrt_gas": micro.get("scale_wrt_gas", True),
-                         # Hugging Face's labels, as the Trainer counts them (num_items_in_batch)
-                         "labels_counted": int((labels != -100).sum())
-                         if isinstance(labels, self._torch.Tensor) else None,
+                         "labels_counted": micro["labels_counted"],
                          "loss_function": None if micro["loss_function"] is None else {
                              k: v for k, v in micro["loss_function"].items() if k != "target"}}
                 if i < len(pieces):
@@ -1012,12 +1164,16 @@ class Watcher:
             "calls": self.calls,
             "windows": windows,
             "golden_not_computed": golden_error,
+            "golden_kind": self.golden_kind,
+            "coordinates": {"judged": [len(c) if c is not None else _size(s)
+                                       for c, s in zip(self.coordinates, self._shapes())],
+                            "of": [_size(s) for s in self._shapes()]},
             "steps_wanted": self.steps_wanted,
             "memory_steps": self.memory_steps,
             "config_given": _json_safe(self.config_given),
             "save_not_possible": save_not_possible,
         }
         prefix = os.path.join(self.folder, f"rank{self.rank}")
-        _write_atomically(prefix + ".safetensors", _safetensors_bytes(tensors))
+        _write_safetensors_atomically(prefix + ".safetensors", tensors)
         _write_atomically(prefix + ".json", json.dumps(record).encode())
         self.windows = []
