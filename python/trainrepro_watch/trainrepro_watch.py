@@ -325,6 +325,43 @@ def _cast_of(source, tensor):
     return False
 
 
+# Nodes through which a loss stays its input times a constant: scaled, negated, cast, viewed,
+# summed or averaged (a reduction="none" loss reduced by the loop).
+_SCALING_NODES = {"MulBackward0", "DivBackward0", "NegBackward0", "CloneBackward0",
+                  "ToCopyBackward0", "ViewBackward0", "UnsafeViewBackward0",
+                  "ReshapeAliasBackward0", "SqueezeBackward0", "SqueezeBackward1",
+                  "SumBackward0", "SumBackward1", "MeanBackward0", "MeanBackward1"}
+
+
+def _other_loss_terms(node, loss_node):
+    """What lies between the loss given to backward (its autograd node) and the recognised loss
+    function's result (loss_node), in words; "" when the path is a chain of scalings, each
+    node with one input that has a gradient. A node with two (AddBackward0: a second loss
+    added), a scaling by a tensor of several elements (per-element weights), a node that is no
+    scaling, or no path at all is said."""
+    for _ in range(64):
+        if node is None:
+            return "it does not depend on that value"
+        if node is loss_node:
+            return ""
+        name = type(node).__name__
+        inputs = [n for n, _ in node.next_functions if n is not None]
+        if len(inputs) != 1:
+            return f"it adds or combines other terms ({name})"
+        if name not in _SCALING_NODES:
+            return f"it passes through {name}"
+        for saved in ("_saved_other", "_saved_self") if name in ("MulBackward0",
+                                                                 "DivBackward0") else ():
+            try:
+                factor = getattr(node, saved, None)
+            except RuntimeError:  # not saved by this node
+                factor = None
+            if hasattr(factor, "numel") and factor.numel() > 1 and not factor.requires_grad:
+                return f"it is weighted element by element ({name})"
+        node = inputs[0]
+    return "it is more than 64 operations away from it"
+
+
 _CAST_AND_VIEW_NODES = {"ToCopyBackward0", "ViewBackward0", "UnsafeViewBackward0",
                         "ReshapeAliasBackward0"}
 
@@ -436,6 +473,7 @@ class Watcher:
                 watcher.calls.append("loss.backward()")
                 if watcher.micro is not None:
                     watcher.micro["loss"] = float(tensor.detach().float())
+                    watcher._note_other_loss_terms(watcher.micro, tensor)
                     watcher.micro.pop("outputs", None)
             return watcher._tensor_backward(tensor, *args, **kwargs)
 
@@ -570,6 +608,9 @@ class Watcher:
                         # golden's self-check reproduces this number.
                         "value": float(result.detach().double().sum())
                         if isinstance(result, self._torch.Tensor) else None}
+                # Its autograd node, until the backward: the loss the loop passes there must be
+                # this one times constants (_other_loss_terms).
+                micro["loss_node"] = getattr(result, "grad_fn", None)
                 return
 
     def _backward(self, original, loss, *args, **kwargs):
@@ -577,6 +618,7 @@ class Watcher:
             self.calls.append("engine.backward()")
             if self.micro is not None:
                 self.micro["loss"] = float(loss.detach().float())
+                self._note_other_loss_terms(self.micro, loss)
                 # The forward's outputs were kept to find the loss's input among them; held on
                 # to the boundary they would be the watch's (a language model's logits are its
                 # largest activation).
@@ -590,6 +632,15 @@ class Watcher:
             return original(loss, *args, **kwargs)
         finally:
             self.inside.discard("engine.backward")
+
+    def _note_other_loss_terms(self, micro, loss):
+        """Before the backward: what the loss passed to it adds to the recognised loss
+        function's value, if anything (the golden follows that function alone, so a loss made
+        of several terms is not judged rather than judged wrong)."""
+        node = micro.pop("loss_node", None)
+        if micro["loss_function"] is not None and node is not None:
+            micro["loss_function"]["other_terms"] = _other_loss_terms(
+                getattr(loss, "grad_fn", None), node)
 
     def _own_tensors(self):
         """The watch's records, never the training's memory."""
@@ -848,6 +899,12 @@ class Watcher:
             if loss["weighted"]:
                 raise ValueError(f"micro-step {i}'s {loss['name']} has class weights, which the "
                                  "golden does not follow yet")
+            if loss.get("other_terms"):
+                raise ValueError(
+                    f"micro-step {i}'s loss passed to backward is not {loss['name']}'s value "
+                    f"times a constant: {loss['other_terms']}. The golden follows one loss "
+                    "function; a loss of several terms (a second head's loss, a mixture of "
+                    "experts' load-balancing loss) is not judged")
             losses.append(loss)
         own_dtype = self._module_dtype()
         own_name = str(own_dtype).replace("torch.", "")
