@@ -243,8 +243,8 @@ int main(int argc, char** argv) {
   watch->add_option("--golden", watch_args.golden,
                     "the golden's precision: own (default: each micro-batch's forward and "
                     "backward computed again at the step's start weights in the run's own dtype "
-                    "and kernels, summed in float64; one extra copy of the gradients while it "
-                    "runs), float64 (the same in float64, with a self-check against the loop's "
+                    "and kernels, summed in float64; one parameter's whole gradient at a time), "
+                    "float64 (the same in float64, with a self-check against the loop's "
                     "losses; about 3x the model's memory: for small models)")
       ->check(CLI::IsMember({"own", "float64"}));
   watch->add_option("--coordinates", watch_args.coordinates,

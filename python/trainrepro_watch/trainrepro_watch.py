@@ -22,8 +22,9 @@ changed. --golden own (TRAINREPRO_WATCH_GOLDEN, the default) computes them in th
 dtype and kernels on the module's weights, which at the boundary are still the start weights;
 --golden float64 in float64 at start weights copied at the window's first forward (about three
 times the model's memory: small models). Gradients are kept on the judged coordinates only
-(TRAINREPRO_WATCH_COORDINATES, the same on every rank), in float64: a window costs one extra
-copy of the gradients while one micro-step's golden is computed, and a few MiB after.
+(TRAINREPRO_WATCH_COORDINATES, the same on every rank), in float64: the golden's backward cuts
+each weight's gradient down to them as soon as it is complete, so the whole model's gradients
+never exist at once, and a window costs a few MiB after.
 trainrepro adds the pieces up over micro-steps and ranks into the golden and the hypotheses
 (harness/watch/judge_watched.cpp). At ZeRO 3 the module's parameters are partitions: they are
 gathered (DeepSpeed's GatheredParameters) while the golden runs, and DeepSpeed's own module
@@ -990,7 +991,7 @@ class Watcher:
         """One micro-step's summed loss, its items, the gradient of that sum on the judged
         coordinates (float64) and what the self-check needs, at the given weights: the float64
         golden's (inputs cast up; golden True) or the run's own (inputs as the loop passed
-        them). The gradients of the whole model exist only inside this call."""
+        them). No weight's whole gradient outlives its own completion."""
         torch = self._torch
         from torch.func import functional_call
         module = self.engine.module
@@ -1013,9 +1014,24 @@ class Watcher:
             rows = _select(outputs, loss["output"]).shape[0]
             check = self._loop_loss_again(loss, source)
             summed, items = self._summed_loss(loss, source, rows, i)
-            grads = torch.autograd.grad(summed, [weights[n] for n in names], allow_unused=True)
-            return summed.detach(), items, [self._judged_coordinates(j, g)
-                                            for j, g in enumerate(grads)], check
+            # Each weight's gradient is cut down to its judged coordinates as soon as it is
+            # complete, and dropped: the whole model's gradients never exist at once.
+            judged = {}
+
+            def keep_judged(j, leaf):
+                judged[j] = self._judged_coordinates(j, leaf.grad)
+                leaf.grad = None
+
+            hooks = [weights[n].register_post_accumulate_grad_hook(
+                functools.partial(keep_judged, j)) for j, n in enumerate(names)]
+            try:
+                torch.autograd.backward(summed, inputs=[weights[n] for n in names])
+            finally:
+                for hook in hooks:
+                    hook.remove()
+            return summed.detach(), items, [judged[j] if j in judged else
+                                            self._judged_coordinates(j, None)
+                                            for j in range(len(names))], check
 
         # The backward runs while the weights are still swapped in: a checkpointed block
         # (gradient checkpointing) runs its forward again inside the backward.
