@@ -349,7 +349,12 @@ def _other_loss_terms(node, loss_node):
         inputs = [n for n, _ in node.next_functions if n is not None]
         if len(inputs) != 1:
             return f"it adds or combines other terms ({name})"
-        if name not in _SCALING_NODES:
+        # DeepSpeed's own autograd functions on a module's outputs (ZeRO 3's
+        # PreBackwardFunctionForModuleBackward, which gathers parameters for the backward) pass
+        # their input through unchanged.
+        by_deepspeed = getattr(getattr(node, "_forward_cls", None), "__module__",
+                               "").startswith("deepspeed.")
+        if name not in _SCALING_NODES and not by_deepspeed:
             return f"it passes through {name}"
         for saved in ("_saved_other", "_saved_self") if name in ("MulBackward0",
                                                                  "DivBackward0") else ():
