@@ -369,6 +369,67 @@ TEST(JudgeWatched, ABfloat16SumOfManyMicroStepsIsLowPrecisionAccumulation) {
   EXPECT_FALSE(float32_sum.diagnosis.has_value()) << float32_sum.explanation;
 }
 
+// --golden own in bfloat16: the recording's pieces are the twin's (computed in the run's own
+// dtype and kernels), no float64 piece beside them.
+std::vector<RankRecording> own_golden(std::vector<RankRecording> ranks) {
+  for (RankRecording& rank : ranks) {
+    rank.golden_kind = "own";
+    rank.windows[0].golden_dtype = rank.resolved.dtype;
+    for (WatchedMicroStep& micro : rank.windows[0].micro_steps) {
+      if (micro.twin_summed_loss_gradients.empty()) continue;
+      micro.summed_loss_gradients = micro.twin_summed_loss_gradients;
+      micro.twin_summed_loss_gradients.clear();
+    }
+  }
+  return ranks;
+}
+
+TEST(JudgeWatched, TheOwnDtypeGoldenJudgesAndSaysSo) {
+  const WatchJudgement passed = judge_watched(own_golden(recorded(2, 4, 1.0)), std::nullopt);
+  ASSERT_TRUE(passed.judged) << passed.not_judged_reason;
+  EXPECT_FALSE(passed.found_something()) << passed.explanation;
+  EXPECT_EQ(passed.golden.rfind("float32: each micro-batch's forward and backward computed "
+                                "again", 0),
+            0u)
+      << passed.golden;
+  EXPECT_TRUE(passed.golden_self_check_failed.empty());
+  const WatchJudgement twice = judge_watched(own_golden(recorded(2, 4, 0.25)), std::nullopt);
+  ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
+  EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
+  // In bfloat16 the pieces are the run's own: a correct window passes within bfloat16's
+  // tolerance, a loss divided twice is named.
+  const WatchJudgement bf16 =
+      judge_watched(own_golden(in_bfloat16(recorded(1, 4, 1.0), 1.0)), std::nullopt);
+  EXPECT_FALSE(bf16.found_something()) << bf16.explanation;
+  EXPECT_EQ(bf16.windows[0].golden_dtype, "bfloat16");
+  const WatchJudgement bf16_twice =
+      judge_watched(own_golden(in_bfloat16(recorded(1, 4, 1.0), 0.25)), std::nullopt);
+  ASSERT_TRUE(bf16_twice.diagnosis.has_value()) << bf16_twice.explanation;
+  EXPECT_EQ(*bf16_twice.diagnosis, DiagnosisKind::loss_scaled_twice);
+}
+
+TEST(JudgeWatched, AnOwnBfloat16GoldenNamesLowPrecisionAccumulationOverManyMicroSteps) {
+  // As ABfloat16SumOfManyMicroStepsIsLowPrecisionAccumulation, with the own-dtype golden: the
+  // run is its pieces summed in bfloat16, the golden the same pieces summed in float64.
+  const std::vector<int64_t> items(64, 4);
+  std::vector<RankRecording> ranks = recorded(1, 64, 1.0, items);
+  const std::vector<at::Tensor> shared = ranks[0].windows[0].micro_steps[0].summed_loss_gradients;
+  for (WatchedMicroStep& micro : ranks[0].windows[0].micro_steps) {
+    for (size_t p = 0; p < 2; ++p) {
+      micro.summed_loss_gradients[p] = shared[p] + 0.1 * at::randn_like(shared[p]);
+    }
+  }
+  ranks = own_golden(in_bfloat16(ranks, 1.0, 1.0));
+  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  ASSERT_TRUE(judged.diagnosis.has_value())
+      << judged.explanation << " relative error " << judged.windows[0].relative_error;
+  EXPECT_EQ(*judged.diagnosis, DiagnosisKind::low_precision_accumulation);
+  ranks[0].resolved.grad_accum_dtype = "float32";
+  const WatchJudgement float32_sum = judge_watched(ranks, std::nullopt);
+  EXPECT_TRUE(float32_sum.found_something());
+  EXPECT_FALSE(float32_sum.diagnosis.has_value()) << float32_sum.explanation;
+}
+
 TEST(JudgeWatched, NoGoldenOrLowPrecisionIsNotJudgedWithWhy) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
   ranks[0].resolved.dtype = "bfloat16";  // no precision twin recorded
