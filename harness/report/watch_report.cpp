@@ -33,7 +33,9 @@ std::string window_against_golden(const WatchedWindowJudgement& window) {
   }
   const TensorComparison& whole = window.gradients.front();
   return std::string(window.gradients_match ? "within " : "beyond ") +
-         number("%g", kPrecisionTwinFactor) + "x the bfloat16 twin's RMS error (" +
+         number("%g", kPrecisionTwinFactor) +
+         (window.twin_is_rounded_golden ? "x the RMS error of the golden rounded to bfloat16 ("
+                                        : "x the bfloat16 twin's RMS error (") +
          number("%.3g", whole.rms_error) + " vs " + number("%.3g", whole.twin_rms_error) + ")";
 }
 

@@ -30,6 +30,9 @@ struct WatchedWindowJudgement {
   // Its gradients pass within kPrecisionTwinFactor x the twin's RMS error, the whole model as
   // one vector (gradients.front(); each tensor's follows for information).
   double twin_relative_error = -1.0;
+  // The twin is the golden itself rounded once to bfloat16: the golden is already the run's own
+  // function in bfloat16 (--golden own, or a float64 golden that failed its self-check).
+  bool twin_is_rounded_golden = false;
   std::vector<TensorComparison> gradients;
   std::vector<HypothesisResult> tested;  // when it mismatched
   // The golden that judged this window: "float64", or the run's own dtype ("float32",

@@ -144,7 +144,8 @@ def golden_self_check_said(verdict, output, expected):
 def check_case(trainrepro, python, case, ranks, failures):
     args = placeholders(case.get("args", []), ranks)
     watch_args = placeholders(case.get("watch", []), ranks)
-    runs = [(case["script"], args, watch_args, case["expect"])]
+    runs = [(case["script"], args, watch_args,
+             None if case["expect"] == "passed" else case["expect"])]
     if "twin" in case:  # a case that is not judged has none
         runs.append((case["twin"], placeholders(case.get("twin_args", case.get("args", [])),
                                                 ranks),
@@ -165,6 +166,10 @@ def check_case(trainrepro, python, case, ranks, failures):
         else:
             ok = code == 1 and (found == expected or expected in memory)
             said = f"{found}" + (f" (memory: {', '.join(memory)})" if memory else "")
+        if case.get("finding") and script_args == args and ok and \
+                not any(case["finding"] in f for f in verdict["findings"]):
+            ok = False
+            said += f"; no finding says {case['finding']!r}: {verdict['findings']}"
         golden_said = golden_self_check_said(verdict, output, case.get("golden_self_check"))
         if golden_said:
             ok = False
