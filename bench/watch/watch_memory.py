@@ -4,8 +4,9 @@ sampled every 0.1 s through /proc. Reported per run: the peak resident memory of
 process tree (the sum of the RSS of the launched process and all its descendants, so trainrepro,
 torchrun and every rank; pages shared between processes count once per process, as `ps` would
 add them), the peak of the single largest process, the wall time, and the median time of the
-judged steps (1..K, K the watch's --steps, default 4) from the script's `step N seconds S` lines;
-then each of them watched over unwatched. These machines are shared and noisy: run pairs and
+judged steps (1..K, K the watch's --steps, default 4) from the script's `step N seconds S` lines,
+and their mean (the watch computes its golden inside step K, which the median hides); then each
+of them watched over unwatched. These machines are shared and noisy: run pairs and
 read the ratios, not one number.
 
 Usage: python3 bench/watch/watch_memory.py TRAINREPRO [--python PYTHON] [--ranks 1] [--pairs 1]
@@ -49,8 +50,22 @@ def deepspeed_python():
     return chosen()
 
 
+def process_name(pid):
+    """Which of the tree it is, in two words: its program and its script, module or
+    subcommand (`python gpt-causal-mask.py`, `python torch.distributed.run`, `trainrepro
+    watch`)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            words = cmdline.read().decode(errors="replace").split("\0")
+    except OSError:
+        return "?"
+    rest = [word for word in words[1:] if word and word not in ("-m", "-u")]
+    return " ".join(os.path.basename(word) for word in words[:1] + rest[:1])
+
+
 def process_tree_rss(root):
-    """(sum of RSS bytes over root and its descendants, RSS bytes of the largest of them)."""
+    """(sum of RSS bytes over root and its descendants, RSS bytes of the largest of them, its
+    pid)."""
     children = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -62,7 +77,7 @@ def process_tree_rss(root):
         except (OSError, ValueError, IndexError):
             continue  # ended while we looked
         children.setdefault(parent, []).append(int(name))
-    total, largest, pending = 0, 0, [root]
+    total, largest, largest_pid, pending = 0, 0, root, [root]
     while pending:
         pid = pending.pop()
         pending.extend(children.get(pid, ()))
@@ -72,8 +87,9 @@ def process_tree_rss(root):
         except (OSError, ValueError, IndexError):
             continue
         total += rss
-        largest = max(largest, rss)
-    return total, largest
+        if rss > largest:
+            largest, largest_pid = rss, pid
+    return total, largest, largest_pid
 
 
 def measure(command, limit_bytes, folder):
@@ -84,10 +100,12 @@ def measure(command, limit_bytes, folder):
         started = time.monotonic()
         process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=folder,
                                    env=env, start_new_session=True)
-        peak_tree, peak_largest, killed = 0, 0, False
+        peak_tree, peak_largest, largest_name, killed = 0, 0, "", False
         while process.poll() is None:
-            tree, largest = process_tree_rss(process.pid)
-            peak_tree, peak_largest = max(peak_tree, tree), max(peak_largest, largest)
+            tree, largest, largest_pid = process_tree_rss(process.pid)
+            peak_tree = max(peak_tree, tree)
+            if largest > peak_largest:
+                peak_largest, largest_name = largest, process_name(largest_pid)
             if tree > limit_bytes and not killed:
                 os.killpg(process.pid, signal.SIGKILL)
                 killed = True
@@ -100,6 +118,7 @@ def measure(command, limit_bytes, folder):
         steps.setdefault(int(found.group(1)), float(found.group(2)))
     return {"command": command, "exit_code": process.returncode, "killed_at_limit": killed,
             "peak_tree_bytes": peak_tree, "peak_largest_process_bytes": peak_largest,
+            "largest_process": largest_name,
             "wall_seconds": wall, "step_seconds": {str(k): v for k, v in sorted(steps.items())},
             "output_tail": text[-3000:]}
 
@@ -114,10 +133,12 @@ def judged_steps(watch_options):
     return 4
 
 
-def median_step(run, judged):
+def judged_step_times(run, judged, summary):
+    """summary (median or mean) of the run's step times 1..judged; the mean counts the K-th
+    step, where the watch computes its golden, as the median does not."""
     times = [run["step_seconds"][str(step)] for step in range(1, judged + 1)
              if str(step) in run["step_seconds"]]
-    return statistics.median(times) if times else None
+    return summary(times) if times else None
 
 
 def cell(value, unit=1.0, digits=2):
@@ -156,8 +177,8 @@ def main():
     limit = int(options.limit_gb * 1e9)
     runs = []
     print(f"| {label} | run | peak tree GB | largest process GB | wall s | median step "
-          f"1..{judged} s | exit |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+          f"1..{judged} s | mean step 1..{judged} s | exit |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for pair in range(options.pairs):
         kinds = [("unwatched", launch)]
         if not options.unwatched_only:
@@ -169,14 +190,17 @@ def main():
                 if os.path.exists(results):
                     with open(results) as verdict:
                         run["verdict"] = json.load(verdict)
-            run.update(kind=kind, pair=pair + 1, median_judged_step_seconds=median_step(
-                run, judged))
+            run.update(kind=kind, pair=pair + 1,
+                       median_judged_step_seconds=judged_step_times(run, judged,
+                                                                    statistics.median),
+                       mean_judged_step_seconds=judged_step_times(run, judged, statistics.mean))
             runs.append(run)
             exit_said = "killed at limit" if run["killed_at_limit"] else str(run["exit_code"])
             print(f"| pair {pair + 1} | {kind} | {cell(run['peak_tree_bytes'], 1e9)} | "
-                  f"{cell(run['peak_largest_process_bytes'], 1e9)} | "
-                  f"{cell(run['wall_seconds'], digits=1)} | "
-                  f"{cell(run['median_judged_step_seconds'], digits=3)} | {exit_said} |",
+                  f"{cell(run['peak_largest_process_bytes'], 1e9)} "
+                  f"({run['largest_process']}) | {cell(run['wall_seconds'], digits=1)} | "
+                  f"{cell(run['median_judged_step_seconds'], digits=3)} | "
+                  f"{cell(run['mean_judged_step_seconds'], digits=3)} | {exit_said} |",
                   flush=True)
             if run["exit_code"] != 0 and not run["killed_at_limit"]:
                 print(run["output_tail"][-1500:], file=sys.stderr)
@@ -186,7 +210,7 @@ def main():
         return statistics.median(values) if values else None
 
     keys = ("peak_tree_bytes", "peak_largest_process_bytes", "wall_seconds",
-            "median_judged_step_seconds")
+            "median_judged_step_seconds", "mean_judged_step_seconds")
     summary = {kind: {key: median_of(kind, key) for key in keys}
                for kind in ("unwatched", "watched")}
     summary["watched / unwatched"] = {key: ratio(summary["watched"][key],
@@ -196,7 +220,8 @@ def main():
         print(f"| median | {kind} | {cell(values['peak_tree_bytes'], gigabytes)} | "
               f"{cell(values['peak_largest_process_bytes'], gigabytes)} | "
               f"{cell(values['wall_seconds'], digits=2 if gigabytes == 1 else 1)} | "
-              f"{cell(values['median_judged_step_seconds'], digits=3)} | |")
+              f"{cell(values['median_judged_step_seconds'], digits=3)} | "
+              f"{cell(values['mean_judged_step_seconds'], digits=3)} | |")
     if options.json:
         document = {"label": label, "judged_steps": judged, "watch_options": watch_options,
                     "ranks": options.ranks, "runs": runs, "summary": summary}
