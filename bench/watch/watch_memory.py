@@ -10,7 +10,7 @@ of them watched over unwatched. These machines are shared and noisy: run pairs a
 read the ratios, not one number.
 
 Usage: python3 bench/watch/watch_memory.py TRAINREPRO [--python PYTHON] [--ranks 1] [--pairs 1]
-           [--watch "--memory-steps 0 --steps 4"] [--unwatched-only] [--limit-gb 18]
+           [--watch "--memory-steps 0"] [--unwatched-only] [--limit-gb 18]
            [--label NAME] [--json FILE] -- SCRIPT [SCRIPT ARGS...]
 e.g.  python3 bench/watch/watch_memory.py build/trainrepro --watch "--memory-steps 0" --
           tests/watch/scripts/gpt-causal-mask.py --size 27m --zero 1 --gas 4 --micro-batch 2
@@ -24,6 +24,14 @@ tests/watch/check_watch_scripts.py chooses. Runs with OMP_NUM_THREADS=1 and DS_A
 A run whose tree passes --limit-gb is killed (its row says so). Prints a markdown table (a row
 per run, then the medians and ratios); --json FILE writes every run. Not a test: it asserts
 nothing, it prints numbers for a person.
+
+Before the recording's rewrite (commit 2253070, 2026-12-06, 2 shared cores with builds running:
+load 2-3, so times are noisy), gpt-causal-mask.py --zero 1 --gas 4 --micro-batch 2 --steps 6,
+1 rank, watch --memory-steps 0: 27m unwatched 2.13-2.18 GB tree (1.62-1.67 GB the rank), step
+2.05 s; watched with --steps 4 killed at the 18 GB limit inside step 4 (the rank 17.2 GB), with
+--steps 2 11.67 GB (5.4x; step 2 took 19.6 s), --steps 1 6.76 GB (3.2x; step 1 10.1 s): ~4.7 GB
+more per judged window. 124m (162 M parameters) unwatched 5.88 GB tree (5.37 GB the rank), step
+~17.5 s; 350m (405 M) unwatched 13.23 GB tree (12.72 GB the rank), step ~40.9 s.
 """
 import argparse
 import json
