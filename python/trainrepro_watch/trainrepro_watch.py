@@ -528,6 +528,24 @@ class Watcher:
     def _module_forward_begins(self, module, args, kwargs):
         if "forward" not in self.inside and self._begin_micro_step(args, kwargs):
             self.inside.add("module forward")
+        micro = self.micro
+        if micro is not None and "rng" not in micro and "golden" not in self.inside and \
+                not self.finished:
+            # The generators as the module's forward found them: the golden's forward of this
+            # micro-batch starts from the same state, so dropout draws the same masks.
+            micro["rng"] = self._rng_state()
+
+    def _rng_state(self):
+        torch = self._torch
+        cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else None
+        return torch.get_rng_state(), cuda
+
+    def _set_rng_state(self, state):
+        torch = self._torch
+        cpu, cuda = state
+        torch.set_rng_state(cpu)
+        if cuda is not None:
+            torch.cuda.set_rng_state_all(cuda)
 
     def _module_forward_ends(self, module, args, kwargs, outputs):
         if "module forward" in self.inside:  # also called when the forward raised (no outputs)
@@ -833,15 +851,45 @@ class Watcher:
         self.inside.add("golden")
         try:
             with torch.random.fork_rng(devices=devices), self._own_weights() as own:
-                if self.golden_not_computed:
-                    return [], None
-                try:
-                    return self._golden_pieces(window, own)
-                except Exception as error:  # noqa: BLE001: the verdict says why, the run goes on
-                    self.golden_not_computed = f"window {len(self.windows)}: {error}"
-                    return [], None
+                pieces, golden = [], None
+                if not self.golden_not_computed:
+                    try:
+                        pieces, golden = self._golden_pieces(window, own)
+                    except Exception as error:  # noqa: BLE001: the verdict says why
+                        self.golden_not_computed = f"window {len(self.windows)}: {error}"
+                if self.golden_kind == "float64":
+                    pieces, golden = self._one_golden_on_every_rank(window, own, pieces, golden)
+                return pieces, golden
         finally:
             self.inside.discard("golden")
+
+    def _one_golden_on_every_rank(self, window, own, pieces, golden):
+        """--golden float64 on several ranks: where one rank's float64 golden failed its
+        self-check, every rank's float32 pieces become its own-dtype ones, so that the golden
+        the judge sums over the ranks is of one dtype (a collective every rank enters at every
+        boundary, whatever its golden did). A bfloat16 model's ranks all hold their twins
+        already."""
+        torch = self._torch
+        dist = torch.distributed
+        if self.world_size < 2 or not (dist.is_available() and dist.is_initialized()):
+            return pieces, golden
+        failed_here = golden is not None and golden["float64_failed"] is not None
+        flag = torch.tensor([1.0 if failed_here else 0.0], device=self.engine.device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        if flag.item() == 0.0 or failed_here or golden is None or \
+                self._module_dtype() == torch.bfloat16:
+            return pieces, golden
+        checks = [p["self_check"] for p in pieces]
+        pieces = None  # the float64 gradients go before the own-dtype ones come
+        try:
+            pieces = self._own_pieces(window, [m["loss_function"] for m in window["micro_steps"]],
+                                      own, _forward_reduction_length(self.engine.module),
+                                      self._module_dtype(), checks)
+        except Exception as error:  # noqa: BLE001: the verdict says why
+            self.golden_not_computed = f"window {len(self.windows)}: {error}"
+            return [], None
+        return pieces, {"dtype": str(self._module_dtype()).replace("torch.", ""),
+                        "float64_failed": None}
 
     @contextlib.contextmanager
     def _own_weights(self):
@@ -1008,6 +1056,8 @@ class Watcher:
         inputs = to64 if golden else (lambda t: t)  # noqa: E731
 
         def forward_and_backward(args=micro["args"], kwargs=micro["kwargs"]):
+            if micro.get("rng") is not None:
+                self._set_rng_state(micro["rng"])
             outputs = module(*_map_tensors(args, inputs), **_map_tensors(kwargs, inputs))
             source = _select(outputs, loss["output"]).reshape(loss["input_shape"])
             if not golden:  # computed in the dtype the loop's loss was (logits.float())
