@@ -372,6 +372,14 @@ _CAST_AND_VIEW_NODES = {"ToCopyBackward0", "ViewBackward0", "UnsafeViewBackward0
                         "ReshapeAliasBackward0"}
 
 
+def _as_returned(result):
+    """A loss function's result as it returned it: its value summed in float64 (None for no
+    tensor) and its autograd node."""
+    if not hasattr(result, "detach"):
+        return None, None
+    return float(result.detach().double().sum()), getattr(result, "grad_fn", None)
+
+
 def _select(value, path):
     for key in path:
         value = value[key]
@@ -605,9 +613,13 @@ class Watcher:
         if not isinstance(arguments.get("input"), self._torch.Tensor):
             return
         if "outputs" not in micro:
-            micro.setdefault("calls_inside_forward", []).append((name, arguments, result))
+            # Its value and node as returned: the forward may add to that very tensor in place
+            # afterwards (transformers' Mixtral: `loss += coef * aux_loss`).
+            micro.setdefault("calls_inside_forward", []).append(
+                (name, arguments, _as_returned(result)))
             return
-        self._match_loss_function(micro, name, arguments, result, inside_forward=False)
+        self._match_loss_function(micro, name, arguments, _as_returned(result),
+                                  inside_forward=False)
 
     def _match_loss_function(self, micro, name, arguments, result, inside_forward):
         source = arguments["input"]
@@ -630,11 +642,10 @@ class Watcher:
                         "inside_forward": inside_forward,
                         # What it returned, summed (reduction "none" too), in float64: the
                         # golden's self-check reproduces this number.
-                        "value": float(result.detach().double().sum())
-                        if isinstance(result, self._torch.Tensor) else None}
+                        "value": result[0]}
                 # Its autograd node, until the backward: the loss the loop passes there must be
                 # this one times constants (_other_loss_terms).
-                micro["loss_node"] = getattr(result, "grad_fn", None)
+                micro["loss_node"] = result[1]
                 return
 
     def _backward(self, original, loss, *args, **kwargs):
