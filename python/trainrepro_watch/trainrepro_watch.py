@@ -908,15 +908,26 @@ class Watcher:
         trainable ones as new leaves sharing the parameters' memory (their gradients go nowhere
         near DeepSpeed's), the frozen ones as they are, the buffers copied (a BatchNorm's
         forward in train mode updates its running statistics in place; the run's stay as the
-        run left them). At ZeRO 3, inside DeepSpeed's GatheredParameters."""
+        run left them). At ZeRO 3 None: the golden runs on the module itself, its partitions
+        gathered layer by layer by DeepSpeed as for the run (gathering the whole model would
+        need one more copy of every parameter on every rank), and its buffers are put back
+        afterwards."""
         module = self.engine.module
-        with self._gathered([p for _, p in module.named_parameters()]):
-            trainable = {n for n, _ in self.named}
-            weights = {n: p.detach().requires_grad_(True) for n, p in self.named}
-            values = {n: p.detach() for n, p in module.named_parameters() if n not in trainable}
-            for name, b in module.named_buffers():
-                values[name] = b.detach().clone()
-            yield weights, values
+        if self.zero_stage == 3:
+            kept = [(b, b.detach().clone()) for b in module.buffers()]
+            try:
+                yield None
+            finally:
+                with self._torch.no_grad():
+                    for buffer, value in kept:
+                        buffer.copy_(value)
+            return
+        trainable = {n for n, _ in self.named}
+        weights = {n: p.detach().requires_grad_(True) for n, p in self.named}
+        values = {n: p.detach() for n, p in module.named_parameters() if n not in trainable}
+        for name, b in module.named_buffers():
+            values[name] = b.detach().clone()
+        yield weights, values
 
     def _float64_weights(self, window):
         """The window's start weights in float64 (recorded at its first forward), the frozen
@@ -1053,20 +1064,18 @@ class Watcher:
 
     def _piece(self, weights_and_values, micro, loss, i, golden):
         """One micro-step's summed loss, its items, the gradient of that sum on the judged
-        coordinates (float64) and what the self-check needs, at the given weights: the float64
-        golden's (inputs cast up; golden True) or the run's own (inputs as the loop passed
-        them). No weight's whole gradient outlives its own completion."""
+        coordinates (float64) and what the self-check needs: at the given weights (the float64
+        golden's, inputs cast up, golden True; or the run's own as new leaves, inputs as the
+        loop passed them), or, weights_and_values None (ZeRO 3), on the module as it trains,
+        DeepSpeed's hooks gathering each layer's partitions for its forward and backward as
+        they do for the run. No weight's whole gradient outlives its own completion."""
         torch = self._torch
         from torch.func import functional_call
         module = self.engine.module
-        weights, frozen_values = weights_and_values
-        names = [n for n, _ in self.named]
-        values = dict(weights)
-        values.update(frozen_values)
         to64 = lambda t: t.double() if t.is_floating_point() else t  # noqa: E731
         inputs = to64 if golden else (lambda t: t)  # noqa: E731
 
-        def forward_and_backward(args=micro["args"], kwargs=micro["kwargs"]):
+        def forward_and_loss(args=micro["args"], kwargs=micro["kwargs"]):
             if micro.get("rng") is not None:
                 self._set_rng_state(micro["rng"])
             outputs = module(*_map_tensors(args, inputs), **_map_tensors(kwargs, inputs))
@@ -1080,10 +1089,43 @@ class Watcher:
             rows = _select(outputs, loss["output"]).shape[0]
             check = self._loop_loss_again(loss, source)
             summed, items = self._summed_loss(loss, source, rows, i)
+            return summed, items, check
+
+        judged = {}
+
+        def judged_gradients():
+            return [judged[j] if j in judged else self._judged_coordinates(j, None)
+                    for j in range(len(self.named))]
+
+        if weights_and_values is None:
+            # A tensor hook on each parameter keeps its gradient's judged coordinates and hands
+            # autograd a zero of no memory in its place; autograd.grad never runs the
+            # accumulation nodes DeepSpeed's reduction hooks hang on.
+            def keep_and_drop(j, gradient):
+                judged[j] = self._judged_coordinates(j, gradient)
+                return gradient.new_zeros(()).expand(gradient.shape)
+
+            parameters = [p for _, p in self.named]
+            hooks = [p.register_hook(functools.partial(keep_and_drop, j))
+                     for j, p in enumerate(parameters)]
+            try:
+                with torch.enable_grad():
+                    summed, items, check = forward_and_loss()
+                    torch.autograd.grad(summed, parameters, allow_unused=True)
+            finally:
+                for hook in hooks:
+                    hook.remove()
+            return summed.detach(), items, judged_gradients(), check
+
+        weights, frozen_values = weights_and_values
+        names = [n for n, _ in self.named]
+        values = dict(weights)
+        values.update(frozen_values)
+
+        def forward_and_backward():
+            summed, items, check = forward_and_loss()
             # Each weight's gradient is cut down to its judged coordinates as soon as it is
             # complete, and dropped: the whole model's gradients never exist at once.
-            judged = {}
-
             def keep_judged(j, leaf):
                 judged[j] = self._judged_coordinates(j, leaf.grad)
                 leaf.grad = None
@@ -1095,9 +1137,7 @@ class Watcher:
             finally:
                 for hook in hooks:
                     hook.remove()
-            return summed.detach(), items, [judged[j] if j in judged else
-                                            self._judged_coordinates(j, None)
-                                            for j in range(len(names))], check
+            return summed.detach(), items, judged_gradients(), check
 
         # The backward runs while the weights are still swapped in: a checkpointed block
         # (gradient checkpointing) runs its forward again inside the backward.
