@@ -339,21 +339,26 @@ TEST(JudgeWatched, ABfloat16RunWhoseFloat64GoldenFailedIsJudgedByItsTwin) {
   EXPECT_FALSE(judged.golden_self_check_failed.empty());
 }
 
-TEST(JudgeWatched, ABfloat16SumOfManyMicroStepsIsLowPrecisionAccumulation) {
-  // 32 micro-steps summed in bfloat16 against a twin that errs little: the running sum's
-  // roundings are most of the run's error (measured with DeepSpeed 0.19.8 at GAS 32: 2.0-2.2x
-  // the twin's in bfloat16, 1.07-1.17x with grad_accum_dtype fp32).
-  // Micro-batches of one task point their gradients the same way: each piece is a shared
-  // gradient plus a little of its own, so the running sum grows with every micro-step.
-  const std::vector<int64_t> items(32, 4);
-  std::vector<RankRecording> ranks = recorded(1, 32, 1.0, items);
+// One rank, `gas` micro-steps of 4 items whose gradients point the same way, as micro-batches of
+// one task do: each piece is a shared gradient plus a little of its own, so a running sum grows
+// with every micro-step.
+std::vector<RankRecording> pointing_one_way(int64_t gas) {
+  std::vector<RankRecording> ranks =
+      recorded(1, gas, 1.0, std::vector<int64_t>(static_cast<size_t>(gas), 4));
   const std::vector<at::Tensor> shared = ranks[0].windows[0].micro_steps[0].summed_loss_gradients;
   for (WatchedMicroStep& micro : ranks[0].windows[0].micro_steps) {
     for (size_t p = 0; p < 2; ++p) {
       micro.summed_loss_gradients[p] = shared[p] + 0.1 * at::randn_like(shared[p]);
     }
   }
-  ranks = in_bfloat16(ranks, 1.0, 1.0);
+  return ranks;
+}
+
+TEST(JudgeWatched, ABfloat16SumOfManyMicroStepsIsLowPrecisionAccumulation) {
+  // 32 micro-steps summed in bfloat16 against a twin that errs little: the running sum's
+  // roundings are most of the run's error (measured with DeepSpeed 0.19.8 at GAS 32: 2.0-2.2x
+  // the twin's in bfloat16, 1.07-1.17x with grad_accum_dtype fp32).
+  std::vector<RankRecording> ranks = in_bfloat16(pointing_one_way(32), 1.0, 1.0);
   const WatchJudgement judged = judge_watched(ranks, std::nullopt);
   ASSERT_TRUE(judged.diagnosis.has_value())
       << judged.explanation << " relative error " << judged.windows[0].relative_error
@@ -413,14 +418,7 @@ TEST(JudgeWatched, AnOwnBfloat16GoldenSaysWhatTheBfloat16SumCostsWithoutFailing)
   // sum's roundings are all that parts them, several times the unaccumulated batch's own
   // rounding but within what such a sum errs. Passed, with a finding and its fix; a loss divided
   // twice is still named.
-  const std::vector<int64_t> items(64, 4);
-  std::vector<RankRecording> ranks = recorded(1, 64, 1.0, items);
-  const std::vector<at::Tensor> shared = ranks[0].windows[0].micro_steps[0].summed_loss_gradients;
-  for (WatchedMicroStep& micro : ranks[0].windows[0].micro_steps) {
-    for (size_t p = 0; p < 2; ++p) {
-      micro.summed_loss_gradients[p] = shared[p] + 0.1 * at::randn_like(shared[p]);
-    }
-  }
+  std::vector<RankRecording> ranks = pointing_one_way(64);
   ranks[0].versions.deepspeed = "0.19.8";
   const std::vector<RankRecording> correct = own_golden(in_bfloat16(ranks, 1.0, 1.0));
   const WatchJudgement judged = judge_watched(correct, std::nullopt);
