@@ -2,7 +2,7 @@
 are shared and noisy): a small GPT-style transformer trained by a plain DeepSpeed loop, run
 unwatched and watched in alternation, each run timing its own optimizer steps. Reported: the
 median step time of the watched run over the unwatched one in three phases: the judged steps
-(1..K, each window's inputs cloned; the golden is computed when the K-th window closes), the
+(1..K, each window's inputs cloned; its golden computed at its boundary), the
 memory-sampled steps (K+1..M, one census at each boundary) and the steps after M (nothing but
 the wrappers left). Then the census alone, the part of a memory-sampled step that is the watch's:
 the same loop unwatched calls memory_census.py itself at every boundary from step 6 and times

@@ -1,7 +1,8 @@
 // Judges a watched script (watch_recording.h) as a scenario is judged: each watched window's
-// gradients against the golden, a float64 forward and backward over all of that window's
-// micro-batches on every rank at the window's start weights; a mismatch is explained by the
-// hypotheses of harness/verdict/diagnosis.h, each predicted from the same float64 pieces
+// gradients against the golden, a forward and backward over all of that window's micro-batches
+// on every rank at the window's start weights (in the run's own dtype and kernels, or in
+// float64), summed in float64 on the judged coordinates; a mismatch is explained by the
+// hypotheses of harness/verdict/diagnosis.h, each predicted from the same pieces
 // (a loss divided twice, not at all, gradients zeroed inside the window, the optimizer stepped
 // by the loop, the token mean taken per micro-batch, the boundary reached once per window); and
 // the batch the loop trains with against the one the user intends. Plain data out.
