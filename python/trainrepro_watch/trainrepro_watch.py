@@ -442,6 +442,7 @@ class Watcher:
                              f"{self.golden_kind!r}")
         self.zero_stage = int(engine.zero_optimization_stage())
         self.named = [(n, p) for n, p in engine.module.named_parameters() if p.requires_grad]
+        self._coordinates_on_device = {}
         self.coordinates = _coordinates_judged(
             [tuple(getattr(p, "ds_shape", None) or p.shape) for _, p in self.named],
             settings["coordinates"], torch)
@@ -833,7 +834,12 @@ class Watcher:
         flat = gradient.detach().reshape(-1)
         if chosen is None:
             return flat.to("cpu", torch.float64, copy=True).reshape(gradient.shape)
-        return flat[chosen.to(flat.device)].to("cpu", torch.float64)
+        if flat.device.type != "cpu":  # the indices copied to the device once, not per call
+            key = (j, str(flat.device))
+            if key not in self._coordinates_on_device:
+                self._coordinates_on_device[key] = chosen.to(flat.device)
+            chosen = self._coordinates_on_device[key]
+        return flat[chosen].to("cpu", torch.float64)
 
     def _close_window(self, judged, closed_by):
         window, self.window, self.micro = self.window, None, None
