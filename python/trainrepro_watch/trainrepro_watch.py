@@ -681,6 +681,7 @@ class Watcher:
     def _own_tensors(self):
         """The watch's records, never the training's memory."""
         yield from (c for c in self.coordinates if c is not None)
+        yield from self._coordinates_on_device.values()
         for window in self.windows + ([self.window] if self.window else []):
             yield from window.get("start") or []
             yield from window.get("run_gradients", [])
