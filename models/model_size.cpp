@@ -71,7 +71,7 @@ int64_t activation_elements_per_sample(const ModelOptions& options, const DataOp
         using Options = std::decay_t<decltype(model)>;
         if constexpr (std::is_same_v<Options, TorchScriptOptions>) {
           // Unknown without running it: the resource check counts its parameters, optimizer
-          // state and data only (README, "Your own model").
+          // state and data only (docs/your-own-bug.md).
           return 0;
         } else if constexpr (std::is_same_v<Options, MlpOptions>) {
           int64_t count = 0;  // each layer's input, pre-activation and output

@@ -1,5 +1,5 @@
 // Your own model as a TorchScript file (model "torchscript"): a module you traced or scripted in
-// Python and saved with torch.jit.save (README, "Your own model and data"). Read once when the
+// Python and saved with torch.jit.save (docs/your-own-bug.md). Read once when the
 // scenario loads, to know its parameters' names (what "frozen" and the golden are keyed by) and
 // to refuse what cannot run: no forward(inputs), no floating parameters, a file torch cannot load.
 #pragma once

@@ -18,7 +18,7 @@ default) is that TransformerEncoder at width 128, vocabulary 256, micro batch 8,
 Usage: python3 bench/watch/watch_overhead.py TRAINREPRO PYTHON [--pairs 3] [--steps 80]
                                              [--model wide|perf]
 PYTHON: one with DeepSpeed (tests/deepspeed_oracle/deepspeed_python). Not a test: it asserts
-nothing, it prints the ratios for a person (README "Watching your own script").
+nothing, it prints the ratios for a person (docs/watch.md).
 """
 import argparse
 import json

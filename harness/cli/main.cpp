@@ -35,7 +35,7 @@ constexpr const char* kDeepSpeedEngineNote =
     "write: exit 3), and a release's files are checked against its stamp before each use.\n"
     "--engine fsdp2: PyTorch's own FSDP2 (fully_shard over a CPU mesh, gloo) in the\n"
     "Python named by TRAINREPRO_FSDP2_PYTHON, else the one whose torch built trainrepro; the\n"
-    "ds_config mapped as the README's table says (\"FSDP2 as the engine under test\"). What FSDP2\n"
+    "ds_config mapped as docs/engines.md's table says (\"FSDP2 as the engine under test\"). What FSDP2\n"
     "has no counterpart for (DeepSpeed's config errors, fp16 loss scaling, Lamb, the Trainer's\n"
     "DeepSpeed loop, NVMe offload, TorchScript models) or not yet (CUDA) is skipped with the\n"
     "reason; offload to the CPU is CPUOffloadPolicy.\n";
@@ -100,7 +100,7 @@ int main(int argc, char** argv) {
   new_scenario->add_option("--hf-trainer", new_args.hf_trainer,
                            "a JSON file of your TrainingArguments (fills the config's \"auto\")");
   new_scenario->add_option("--habit", new_args.habits,
-                           "a loop habit KEY=VALUE (scenarios/README.md, \"loop\"), e.g. "
+                           "a loop habit KEY=VALUE (docs/scenarios.md, \"loop\"), e.g. "
                            "keep=loss_with_graph; repeatable");
   new_scenario->add_option("--client-optimizer", new_args.client_optimizer,
                            "the optimizer your script passes to deepspeed.initialize (a config "
@@ -262,7 +262,7 @@ int main(int argc, char** argv) {
   watch->footer(
       "The command runs with a private folder first on PYTHONPATH whose sitecustomize wraps\n"
       "deepspeed.initialize: nothing is installed, nothing of yours is written. Its output is\n"
-      "printed when it ends, then the verdict. See README \"Watching your own script\".\n"
+      "printed when it ends, then the verdict. See docs/watch.md.\n"
       "Exit codes:\n"
       "  0  passed: every judged step's gradients match the golden, the batch is the intended one\n"
       "  1  failed: a diagnosis (or gradients no known mistake explains)\n"

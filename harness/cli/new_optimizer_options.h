@@ -1,6 +1,6 @@
 // `trainrepro new --client-optimizer` and `--param-groups`: the optimizer a training script
 // builds and passes to deepspeed.initialize, and the param groups it hands over, written as the
-// scenario's "client_optimizer" and "parameter_groups" sections (scenarios/README.md). Each
+// scenario's "client_optimizer" and "parameter_groups" sections (docs/scenarios.md). Each
 // option takes a compact spelling or the path of a JSON file (a value ending in ".json") that
 // holds the section itself. Only the spelling is checked here: the values are checked where
 // every scenario's are, when `new` loads the scenario, and an error found there is told in the

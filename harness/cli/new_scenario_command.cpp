@@ -49,7 +49,7 @@ std::string name_from_output(const std::string& output) {
 void add_habit(nlohmann::ordered_json& loop, const std::string& habit) {
   const size_t equals = habit.find('=');
   if (equals == std::string::npos || equals == 0) {
-    throw ArgumentError("--habit: expected KEY=VALUE (a \"loop\" key of scenarios/README.md, "
+    throw ArgumentError("--habit: expected KEY=VALUE (a \"loop\" key of docs/scenarios.md, "
                         "e.g. keep=loss_with_graph), found \"" + habit + "\"");
   }
   const std::string value = habit.substr(equals + 1);
@@ -74,7 +74,7 @@ nlohmann::ordered_json builtin_model_for(const SafetensorsData& file) {
 void add_model_and_data(const NewScenarioArgs& args, nlohmann::ordered_json& scenario) {
   if (!args.model_file.empty() && args.data_file.empty()) {
     throw ArgumentError("--data: your own model needs your own samples (a safetensors file of "
-                        "\"inputs\" and \"targets\"; README, \"Your own model and data\")");
+                        "\"inputs\" and \"targets\"; docs/your-own-bug.md)");
   }
   if (!args.model_file.empty()) {
     scenario["model"] = {{"name", "torchscript"},

@@ -361,7 +361,7 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& or
   const uint64_t after_prefix = bytes.size() - kLengthPrefixBytes;
   if (header_length > kMaxHeaderBytes) {
     // Not the number itself: it is the file's first 8 bytes, and a scenario may name any file
-    // the user can read (README "Running someone else's scenario").
+    // the user can read (docs/trust.md).
     fail("the header length (the file's first 8 bytes) is more than the " +
          std::to_string(kMaxHeaderBytes) + " safetensors allows: corrupt, or not safetensors");
   }

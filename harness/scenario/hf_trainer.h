@@ -7,7 +7,7 @@
 // accumulation boundary, per accelerate release ("accelerate_version"): hf_trainer_release.h.
 //
 // A scenario's "hf_trainer" section holds the run's TrainingArguments; every key has the
-// Trainer's default (scenarios/README.md lists them).
+// Trainer's default (docs/scenarios.md lists them).
 #pragma once
 #include <cstdint>
 #include <optional>

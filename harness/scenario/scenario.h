@@ -1,6 +1,6 @@
 // A scenario: one training setup, as loaded from its file. Immutable once loaded; every field
 // has its value (defaults applied) and `file` names where it came from, so every later message
-// can start with `file:/json/pointer:`. The format is documented in scenarios/README.md.
+// can start with `file:/json/pointer:`. The format is documented in docs/scenarios.md.
 #pragma once
 #include <cstdint>
 #include <optional>

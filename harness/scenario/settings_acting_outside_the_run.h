@@ -5,7 +5,7 @@
 // config to the real DeepSpeed (`run`/`bisect`/`perf run --engine deepspeed…`, the release
 // matrix, `export --python`) refuses a config that sets one: exit 2, the key's JSON pointer and
 // what DeepSpeed would do. The table of every key that names a path, a module, a URL or a service
-// is in README.md, "Running someone else's scenario: what it trusts". The reference engine and
+// is in docs/trust.md, "Running someone else's scenario: what it trusts". The reference engine and
 // FSDP2 (which reads only numbers resolved from the config) never act on them.
 #pragma once
 #include <optional>

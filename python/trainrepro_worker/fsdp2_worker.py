@@ -2,8 +2,8 @@
 deepspeed_engine_worker.py like a DeepSpeed rank and filling the same record, so the trace,
 judges and reports are the same.
 
-The loop is the one an FSDP2 user writes for what the scenario's DeepSpeed config says (README
-"FSDP2 as the engine under test" has the table):
+The loop is the one an FSDP2 user writes for what the scenario's DeepSpeed config says (docs/engines.md,
+"FSDP2 as the engine under test", has the table):
   - the model from the golden's initial weights, `fully_shard(model, mesh)` over a CPU mesh of the
     ranks (gloo); `reshard_after_forward=True` at ZeRO stage 3, False at stages 0-2 (FSDP2 shards
     parameters, gradients and optimizer states at every stage: it has no stage that shards less);

@@ -585,7 +585,7 @@ def write_readme():
         "Bugs in DeepSpeed's own code (tag `deepspeed-release`) are one correct setup each, with no\n"
         "twin: the reference engine passes it, and `\"deepspeed_releases\"` names the releases on\n"
         "which `run --engine deepspeed==VERSION` reproduces the bug and those on which it passes\n"
-        "(`scenarios/README.md`); the last column says which. Their releases were read from the\n"
+        "(`docs/scenarios.md`); the last column says which. Their releases were read from the\n"
         "sdists on PyPI, release by release, in the files each fix touches.\n\n"
         "Leads that could not be catalogued, and why: `NOT-CATALOGUED.md`.\n\n"
         "| scenario | project | reported | affected | fixed | diagnosis |\n"

@@ -260,7 +260,7 @@ def bodies():
     # passed it (91%): both float32 round-off amplified by Adam. The golden's step-0 gradient of
     # layers.0.bias[15] is 2.6e-08, near Adam's eps 1e-08, so ~1e-09 of round-off moves that
     # parameter by ~1e-04 (inside the parameter allowance) and every later gradient with it, and
-    # gradients are never loosened (README, Known pitfalls). Hence float64, as varieties/ is:
+    # gradients are never loosened (docs/pitfalls.md). Hence float64, as varieties/ is:
     # the reference engine judges it exactly, DeepSpeed still trains in float32 (91%).
     out.append(twin(
         bug, "gas5-set-mb1-zero2-3ranks",

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes scenarios/user-models/: a user's own model and data, as README "Your own model and data"
+"""Writes scenarios/user-models/: a user's own model and data, as docs/your-own-bug.md
 describes them. Two models a user could bring:
   classifier.pt   a small classifier written here in plain PyTorch (Linear, LayerNorm, tanh),
                   compiled with torch.jit.script;

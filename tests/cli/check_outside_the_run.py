@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A shared scenario whose DeepSpeed config would make the real DeepSpeed act outside the run
-(import a module, write where the config or its default says, log online; README "Running someone
+(import a module, write where the config or its default says, log online; docs/trust.md, "Running someone
 else's scenario: what it trusts") is refused by every path that hands the config to DeepSpeed:
 exit 2, "<file>:/deepspeed/<pointer>: DeepSpeed …", and nothing created where it points.
 

@@ -237,7 +237,7 @@ def main():
               f"report's performance runs: {performance['runs']}")
         judged = performance["benchmarks"][0]["figures"][0]
         # Run 1 against run 0 (the same build, another process) may be marked too: two processes
-        # differ by up to 10 % here (README, "perf history"); the slow run must be.
+        # differ by up to 10 % here (docs/performance.md, "perf history"); the slow run must be.
         check(judged["judged"] and len(judged["median"]) == 3 and
               2 in [c["run"] for c in judged["change_points"]],
               f"report's judged step history lacks the change at the slow run: {judged}")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A user's own model and samples through the real binary, as README "Your own bug" describes:
+"""A user's own model and samples through the real binary, as docs/your-own-bug.md describes:
 a model written here in Python (not any shipped one), scripted and saved with torch.jit.save,
 samples saved with safetensors, `trainrepro new` from a ds_config.json, then `trainrepro run`.
 Checks the verdicts a DeepSpeed user knows to be true (no gradient_accumulation_steps: each step
