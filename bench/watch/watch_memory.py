@@ -22,7 +22,9 @@ times (tests/watch/scripts/gpt-causal-mask.py --print-step-times does; its --siz
 tests/deepspeed_oracle/deepspeed_python when DeepSpeed 0.19.8 is in trainrepro's cache, as
 tests/watch/check_watch_scripts.py chooses. Runs with OMP_NUM_THREADS=1 and DS_ACCELERATOR=cpu.
 A run whose tree passes --limit-gb is killed (its row says so). Prints a markdown table (a row
-per run, then the medians and ratios); --json FILE writes every run. Not a test: it asserts
+per run, then the medians and ratios, then issue 51's targets: each rank's peak watched at most
+1.5x unwatched, the judged steps at most 2x, met or not); --json FILE writes every run. Not a
+test: it asserts
 nothing, it prints numbers for a person.
 
 Before the recording's rewrite (commit 2253070, 2026-12-06, 2 shared cores with builds running:
@@ -230,6 +232,16 @@ def main():
               f"{cell(values['wall_seconds'], digits=2 if gigabytes == 1 else 1)} | "
               f"{cell(values['median_judged_step_seconds'], digits=3)} | "
               f"{cell(values['mean_judged_step_seconds'], digits=3)} | |")
+    # Issue 51's targets, as ratios of this run's own baseline: each rank's peak watched at most
+    # 1.5x unwatched (one extra copy of its gradients at most), the judged steps at most 2x.
+    ratios = summary["watched / unwatched"]
+    for name, value, at_most in (
+            ("largest process's peak, watched / unwatched", ratios["peak_largest_process_bytes"],
+             1.5),
+            ("judged step (mean), watched / unwatched", ratios["mean_judged_step_seconds"], 2.0)):
+        verdict = "not measured" if value is None else \
+            ("met" if value <= at_most else "NOT met") + f" ({value:.2f})"
+        print(f"target: {name} at most {at_most}: {verdict}")
     if options.json:
         document = {"label": label, "judged_steps": judged, "watch_options": watch_options,
                     "ranks": options.ranks, "runs": runs, "summary": summary}
