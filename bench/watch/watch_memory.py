@@ -24,8 +24,7 @@ tests/watch/check_watch_scripts.py chooses. Runs with OMP_NUM_THREADS=1 and DS_A
 A run whose tree passes --limit-gb is killed (its row says so). Prints a markdown table (a row
 per run, then the medians and ratios, then issue 51's targets: each rank's peak watched at most
 1.5x unwatched, the judged steps at most 2x, met or not); --json FILE writes every run. Not a
-test: it asserts
-nothing, it prints numbers for a person.
+test: it asserts nothing, it prints numbers for a person.
 
 Before the recording's rewrite (commit 2253070, 2026-12-06, 2 shared cores with builds running:
 load 2-3, so times are noisy), gpt-causal-mask.py --zero 1 --gas 4 --micro-batch 2 --steps 6,
