@@ -1,5 +1,6 @@
-"""Bad input for watch: a model whose forward casts to float32 itself, so no float64 copy of it
-can be run: the verdict says the golden could not be computed, and why."""
+"""Bad input for watch --golden float64: a model whose forward casts to float32 itself, so no
+float64 copy of it can be run: the verdict says the golden could not be computed, and why. The
+default golden (the run's own dtype and kernels) judges it."""
 import torch
 import torch.nn.functional as F
 
