@@ -442,6 +442,33 @@ TEST(JudgeWatched, AnOwnBfloat16GoldenSaysWhatTheBfloat16SumCostsWithoutFailing)
   EXPECT_FALSE(unexplained.diagnosis.has_value()) << unexplained.explanation;
 }
 
+TEST(JudgeWatched, AnOwnBfloat16GoldenAllowsTheRunningSumsRoundingAndNoMore) {
+  // The allowance swept across its boundary: a correct bfloat16 sum of 16 micro-steps plus an
+  // error along the golden of half the allowance passes, of twice the allowance does not.
+  const std::vector<RankRecording> correct = own_golden(in_bfloat16(pointing_one_way(16), 1.0, 1.0));
+  const WatchJudgement judged = judge_watched(correct, std::nullopt);
+  ASSERT_FALSE(judged.found_something()) << judged.explanation;
+  const WatchedWindowJudgement& window = judged.windows[0];
+  const double allowed = kPrecisionTwinFactor *
+                         (window.twin_relative_error +
+                          unit_roundoff(Precision::bf16) * std::sqrt(17.0 / 6.0));
+  for (const double share : {0.5, 2.0}) {
+    std::vector<RankRecording> off = correct;
+    // Along a direction of its own (the golden's first tensor only, scaled), so that no
+    // mistake's prediction is nearer.
+    std::vector<at::Tensor>& run = off[0].windows[0].run_gradients;
+    const double norm = std::sqrt(run[0].pow(2).sum().item<double>() +
+                                  run[1].pow(2).sum().item<double>());
+    const at::Tensor direction = at::randn_like(run[0]);
+    run[0] = run[0] + direction * (share * allowed * norm /
+                                   direction.pow(2).sum().sqrt().item<double>());
+    const WatchJudgement swept = judge_watched(off, std::nullopt);
+    EXPECT_EQ(swept.found_something(), share > 1.0)
+        << share << "x the allowance: " << swept.explanation << " (relative error "
+        << swept.windows[0].relative_error << ", allowed " << allowed << ")";
+  }
+}
+
 TEST(JudgeWatched, NoGoldenOrLowPrecisionIsNotJudgedWithWhy) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
   ranks[0].resolved.dtype = "bfloat16";  // no precision twin recorded
