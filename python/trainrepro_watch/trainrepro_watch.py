@@ -452,7 +452,7 @@ class Watcher:
         self.micro = None
         self.inside = set()
         self.finished = False
-        self._pending_gradients = None
+        self._pending_judged = None
         self.golden_not_computed = ""
         self._patch(engine, "forward", self._forward)
         self._module_hooks = [
@@ -752,15 +752,15 @@ class Watcher:
 
     def _before_optimizer_step(self):
         """The loop steps the optimizer itself (not inside engine.step()): the window ends."""
-        self._pending_gradients = None
+        self._pending_judged = None
         if self.finished or self.inside:  # the engine's own step, or after the watched steps
             return
         self.calls.append("optimizer.step()")
         if self.window is not None:
-            self._pending_gradients = self._judge_boundary()
+            self._pending_judged = self._judge_boundary()
 
     def _after_optimizer_step(self):
-        judged, self._pending_gradients = self._pending_gradients, None
+        judged, self._pending_judged = self._pending_judged, None
         if judged is not None:
             self._close_window(judged, "optimizer.step()")
 
@@ -897,12 +897,8 @@ class Watcher:
         if flag.item() == 0.0 or failed_here or golden is None or \
                 self._module_dtype() == torch.bfloat16:
             return pieces, golden
-        checks = [p["self_check"] for p in pieces]
-        pieces = None  # the float64 gradients go before the own-dtype ones come
         try:
-            pieces = self._own_pieces(window, [m["loss_function"] for m in window["micro_steps"]],
-                                      own, _forward_reduction_length(self.engine.module),
-                                      self._module_dtype(), checks)
+            pieces = self._own_pieces_instead(window, own, pieces)
         except Exception as error:  # noqa: BLE001: the verdict says why
             self.golden_not_computed = f"window {len(self.windows)}: {error}"
             return [], None
@@ -1014,9 +1010,16 @@ class Watcher:
                     break
         if golden["float64_failed"] is None or low_precision:
             return pieces, golden
-        checks = [p["self_check"] for p in pieces]
-        pieces = None  # the float64 gradients go before the own-dtype ones come
-        return self._own_pieces(window, losses, own, forward_length, own_dtype, checks), golden
+        return self._own_pieces_instead(window, own, pieces), golden
+
+    def _own_pieces_instead(self, window, own, float64_pieces):
+        """The own-dtype pieces in place of float64 ones that are not the run's function, each
+        keeping its float64 self-check."""
+        checks = [p["self_check"] for p in float64_pieces]
+        float64_pieces.clear()  # their gradients go before the own-dtype ones come
+        return self._own_pieces(window, [m["loss_function"] for m in window["micro_steps"]],
+                                own, _forward_reduction_length(self.engine.module),
+                                self._module_dtype(), checks)
 
     def _own_pieces(self, window, losses, own, forward_length, own_dtype, float64_checks):
         pieces = []

@@ -165,3 +165,15 @@ def token_id_batches(args, rank, world_size, vocabulary, length):
     mb = args.micro_batch
     for first in range(rank * mb, count - mb + 1, world_size * mb):
         yield ids[first:first + mb, :-1].clone(), ids[first:first + mb, 1:].clone()
+
+
+def train_language_model(args, model, vocabulary):
+    """The loop of nanoGPT's and minGPT's train.py: the model computes its own loss from
+    (tokens, targets) and returns (logits, loss); engine.backward and engine.step after every
+    micro-batch, with the planted bug args asks for."""
+    engine, _, _, rank, world_size = initialize(args, model)
+    for x, y in token_id_batches(args, rank, world_size, vocabulary, args.length):
+        if engine.global_steps >= args.steps:
+            break
+        _, loss = engine(x, y)
+        backward_and_step(engine, loss, args)

@@ -28,10 +28,4 @@ else:
     config.model_type = args.size
     config.vocab_size, config.block_size = 50257, 1024
 config.embd_pdrop = config.resid_pdrop = config.attn_pdrop = args.dropout
-model = GPT(config)
-engine, _, _, rank, world_size = common.initialize(args, model)
-for x, y in common.token_id_batches(args, rank, world_size, config.vocab_size, args.length):
-    if engine.global_steps >= args.steps:
-        break
-    logits, loss = engine(x, y)
-    common.backward_and_step(engine, loss, args)
+common.train_language_model(args, GPT(config), config.vocab_size)

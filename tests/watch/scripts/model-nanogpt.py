@@ -20,10 +20,4 @@ if args.size == "small":
     config = GPTConfig(block_size=16, vocab_size=64, n_layer=2, n_head=2, n_embd=16, dropout=0.0)
 else:
     config = GPTConfig(dropout=0.0)  # nanoGPT's defaults: GPT-2 124M
-model = GPT(config)
-engine, _, _, rank, world_size = common.initialize(args, model)
-for x, y in common.token_id_batches(args, rank, world_size, config.vocab_size, args.length):
-    if engine.global_steps >= args.steps:
-        break
-    logits, loss = engine(x, y)
-    common.backward_and_step(engine, loss, args)
+common.train_language_model(args, GPT(config), config.vocab_size)
