@@ -58,6 +58,8 @@ std::string zero_line(const ZeroJudgement& zero) {
 std::string memory_not_judged(const ScenarioResult& result) {
   if (!result.memory || result.memory->judged) return "";
   const MemoryJudgement& memory = *result.memory;
+  // An opted-out scenario's own reason is the line's point ("memory not judged: <reason>").
+  if (memory.opted_out) return ", " + memory.not_judged_reason;
   if (memory.boundaries == 0) return ", memory not judged: no samples";
   return ", memory not judged: " + std::to_string(memory.boundaries) + " boundaries, needs " +
          std::to_string(memory.warmup_steps + boundaries_to_judge_memory(memory.window));
@@ -72,6 +74,28 @@ std::string calibration_cost(const ScenarioResult& result) {
          (training.calibration_skips == 1 ? "" : "s") + " skipped, " +
          std::to_string(training.applied_steps) + " update" +
          (training.applied_steps == 1 ? "" : "s") + " compared";
+}
+
+// "memory judged in 300 of 307 scenarios that trained (5 opted out, 2 not judged: their
+// lines say why)": `passed` alone cannot say whether memory was judged.
+std::string memory_summary(const std::vector<ScenarioResult>& results) {
+  int trained = 0, judged = 0, opted_out = 0;
+  for (const ScenarioResult& result : results) {
+    if (!result.memory) continue;
+    ++trained;
+    judged += result.memory->judged;
+    opted_out += result.memory->opted_out;
+  }
+  if (trained == 0) return "";
+  std::string line = "memory judged in " + std::to_string(judged) + " of " +
+                     std::to_string(trained) + " scenario" + (trained == 1 ? "" : "s") +
+                     " that trained";
+  const int short_runs = trained - judged - opted_out;
+  if (opted_out > 0 || short_runs > 0) {
+    line += " (" + std::to_string(opted_out) + " opted out, " + std::to_string(short_runs) +
+            " not judged: their lines say why)";
+  }
+  return line + "\n";
 }
 
 }  // namespace
@@ -130,6 +154,7 @@ void ConsoleReporter::report_summary(const std::vector<ScenarioResult>& results,
     first = false;
   }
   out_ << " in " << format_seconds(seconds) << "\n";
+  out_ << memory_summary(results);
 
   switch (exit_code_of(results)) {
     case kExitOk:

@@ -204,6 +204,7 @@ nlohmann::json memory_to_json(const MemoryJudgement& memory,
   }
   return {{"judged", memory.judged},
           {"not_judged_reason", memory.not_judged_reason},
+          {"opted_out", memory.opted_out},
           {"boundaries", memory.boundaries},
           {"warmup_steps", memory.warmup_steps},
           {"window", memory.window},

@@ -350,6 +350,8 @@ MemoryJudgement memory_from(const ResultsObject& json) {
   MemoryJudgement memory;
   memory.judged = json.flag("judged");
   memory.not_judged_reason = json.text("not_judged_reason");
+  // Added 2026-12-06 (memory.judge): absent in older files, whose memory was never opted out.
+  memory.opted_out = json.has("opted_out") && json.flag("opted_out");
   memory.boundaries = json.integer("boundaries");
   memory.warmup_steps = json.integer("warmup_steps");
   memory.window = json.integer("window");

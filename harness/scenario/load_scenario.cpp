@@ -6,6 +6,7 @@
 
 #include "harness/scenario/client_optimizer.h"
 #include "harness/scenario/hf_trainer.h"
+#include "harness/scenario/memory_judging_steps.h"
 #include "harness/scenario/parameter_groups.h"
 #include "harness/scenario/performance_section.h"
 #include "harness/scenario/json_document.h"
@@ -96,7 +97,7 @@ std::vector<std::string> read_frozen(ObjectReader& model, const ModelOptions& op
   return frozen;
 }
 
-LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
+LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden, const MemorySpec& memory) {
   LoopSpec spec;
   spec.zero_grad = loop.optional_enum("zero_grad", spec.zero_grad, zero_grad_spellings());
   spec.loss_scaling =
@@ -142,7 +143,12 @@ LoopSpec read_loop(ObjectReader& loop, const GoldenSpec& golden) {
                   "modelled (which backward is the boundary's depends on both); describe one "
                   "habit at a time");
   }
-  spec.steps = loop.optional_int("steps", golden.steps, 1);
+  // Every scenario that trains gets a memory verdict: unless it opts out, the loop runs the
+  // steps a verdict needs; only the first golden.steps are compared with the golden.
+  const int64_t default_steps =
+      memory.judge ? std::max(golden.steps, steps_to_judge_memory(memory, spec.evaluation))
+                   : golden.steps;
+  spec.steps = loop.optional_int("steps", default_steps, 1);
   if (spec.steps < golden.steps) {
     loop.fail("steps", "expected at least golden.steps (" + std::to_string(golden.steps) +
                            ") optimizer steps so every golden step can be compared, found " +
@@ -179,6 +185,20 @@ MemorySpec read_memory(ObjectReader& memory) {
                   "whatever their size; bytes per step are reported, never thresholded. Delete "
                   "this key");
     }
+  }
+  spec.judge = memory.optional_bool("judge", true);
+  memory.note_known("reason");
+  if (!spec.judge) {
+    spec.reason = memory.required_string("reason");
+    if (spec.reason.empty()) {
+      memory.fail("reason",
+                  "expected a sentence saying why this scenario's memory is not judged (it is "
+                  "printed on its outcome line), found \"\"");
+    }
+  } else if (memory.has("reason")) {
+    memory.fail("reason",
+                "expected only with \"judge\": false (the reason memory is not judged), found "
+                "it while memory is judged");
   }
   memory.note_known("budget_peak_bytes");
   if (memory.has("budget_peak_bytes")) {
@@ -478,8 +498,11 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
     ObjectReader golden = root.required_object("golden");
     scenario.golden = read_golden(golden);
   }
+  // Memory first: how many steps the loop runs by default depends on it.
+  ObjectReader memory = root.optional_object("memory");
+  scenario.memory = read_memory(memory);
   ObjectReader loop = root.optional_object("loop");
-  scenario.loop = read_loop(loop, scenario.golden);
+  scenario.loop = read_loop(loop, scenario.golden, scenario.memory);
 
   std::string release_note;
   const DeepSpeedRelease& release = read_deepspeed_release(root, release_note);
@@ -513,6 +536,17 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
     root.fail_at("/deepspeed/scheduler/type", scenario.deepspeed.scheduler_not_implemented);
   }
   stop_cycling_momentum_without_betas(root, scenario.deepspeed);
+  // fp16's dynamic loss scale skips its first windows while it comes down to a scale that does
+  // not overflow (calibration), and the memory warm-up counts from the first applied update. A
+  // scenario compares at least one applied update, so fewer than golden.steps windows are
+  // skipped: a defaulted run adds golden.steps to the steps a memory verdict needs; not under
+  // the Trainer: its max_steps (the scheduler's length) was read as loop.steps already.
+  if (!loop.has("steps") && !scenario.trainer && scenario.memory.judge &&
+      scenario.deepspeed.fp16_enabled &&
+      scenario.deepspeed.fp16.loss_scale == 0.0) {
+    scenario.loop.steps = scenario.golden.steps +
+                          steps_to_judge_memory(scenario.memory, scenario.loop.evaluation);
+  }
   read_parameter_groups_section(root, scenario, trainer_optimizer.has_value());
   if (scenario.loop.lr_scheduler_step != LrSchedulerStepping::engine &&
       !scenario.deepspeed.scheduler) {
@@ -534,8 +568,6 @@ Scenario load_scenario_document(const nlohmann::json& document, const std::strin
         "the scenario in float32, or script the model so it follows its inputs' dtype");
   }
 
-  ObjectReader memory = root.optional_object("memory");
-  scenario.memory = read_memory(memory);
   root.note_known("tolerance");
   if (root.has("tolerance")) {
     ObjectReader tolerance = root.required_object("tolerance");

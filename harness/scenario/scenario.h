@@ -129,6 +129,10 @@ struct MemorySpec {
   int64_t warmup_steps = 5;  // boundaries discarded (allocator and cache warm-up)
   int64_t window = 8;        // survivors (or growth, on CUDA) must show in every window
   std::optional<int64_t> budget_peak_bytes;  // peak live tensor bytes of the training allowed
+  // "judge": false opts the scenario out of the leak verdict; `reason` (required then) is
+  // printed on its outcome line. Judged, loop.steps defaults to the steps a verdict needs.
+  bool judge = true;
+  std::string reason;
 };
 
 // A scenario's own comparison tolerance, replacing the dtype default; a reason is required.

@@ -31,14 +31,6 @@ std::string project_out_of_memory(MemoryJudgement& judgement, double bytes_per_s
          " of " + device_memory + " run out at step ~" + with_thousands(step);
 }
 
-// A leak that recurs every k steps (an evaluation every k) shows only in windows that span k
-// steps: a window of W boundaries spans W - 1 steps.
-int64_t judging_window(const Scenario& scenario) {
-  const auto& evaluation = scenario.loop.evaluation;
-  const int64_t period = evaluation ? evaluation->every : 1;
-  return std::max(scenario.memory.window, period + 1);
-}
-
 std::string window_reason(const Scenario& scenario, int64_t window) {
   if (window == scenario.memory.window) return " (memory.window)";
   return " (memory.window " + std::to_string(scenario.memory.window) +
@@ -122,9 +114,12 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
          trace.steps[static_cast<size_t>(skipped_first)].skipped) {
     ++skipped_first;
   }
+  // A run that skips every window (a static scale too high, a scale pinned at its
+  // minimum) never allocates optimizer state: its skipping is the steady state, judged as is.
+  if (skipped_first == static_cast<int64_t>(trace.steps.size())) skipped_first = 0;
   spec.warmup_steps += skipped_first;
   judgement.warmup_steps = spec.warmup_steps;
-  judgement.window = judging_window(scenario);
+  judgement.window = memory_judging_window(scenario.memory, scenario.loop.evaluation);
   judgement.tensor_bookkeeping_bytes = trace.tensor_bookkeeping_bytes;
   judgement.budget_peak_bytes = spec.budget_peak_bytes;
   judgement.evaluation_peak_bytes = trace.evaluation_peak_bytes;
@@ -174,6 +169,12 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
         " (memory.budget_peak_bytes)");
   }
 
+  // Opting out spares the leak verdict only: a peak budget the scenario sets is still judged.
+  if (!spec.judge) {
+    judgement.not_judged_reason = "memory not judged: " + spec.reason + " (memory.judge is false)";
+    judgement.opted_out = true;
+    return judgement;
+  }
   const int64_t needed = boundaries_to_judge_memory(judgement.window);
   if (static_cast<int64_t>(tensor.size()) < needed) {
     judgement.not_judged_reason =
@@ -181,7 +182,10 @@ MemoryJudgement judge_memory(const Scenario& scenario, const Plan& plan, const T
         std::to_string(spec.warmup_steps) + " warm-up steps, and two windows of " +
         std::to_string(judgement.window) + window_reason(scenario, judgement.window) +
         " need " + std::to_string(needed) + "; run at least " +
-        std::to_string(spec.warmup_steps + needed) + " loop.steps to judge memory";
+        std::to_string(spec.warmup_steps + needed) + " loop.steps to judge memory" +
+        (skipped_first > 0 ? " (the first " + std::to_string(skipped_first) +
+                                 " windows, skipped by fp16's loss scale, count as warm-up)"
+                           : "");
     return judgement;
   }
   judgement.judged = true;

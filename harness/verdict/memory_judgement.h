@@ -8,23 +8,14 @@
 
 #include "harness/memory/leak_analysis.h"
 #include "harness/scenario/expectation.h"
+#include "harness/scenario/memory_judging_steps.h"
 
 namespace trainrepro {
-
-// A verdict needs two windows at least: with one, a single step that left something alive (a
-// buffer another thread frees a moment later, one change of level) would decide, and "growth in
-// every window" could not tell a step change from a leak. Two windows of W birth steps after
-// the warm-up take 2W + 1 boundaries (the last boundary's births are the loop's live variables).
-// Measured 2026-12-04: a correct watched script, 16 steps and one window, was called leaking
-// once in 16 runs for one 4 B scalar born in the last judged step.
-constexpr int64_t kWindowsToJudgeMemory = 2;
-inline int64_t boundaries_to_judge_memory(int64_t window) {
-  return kWindowsToJudgeMemory * window + 1;
-}
 
 struct MemoryJudgement {
   bool judged = false;
   std::string not_judged_reason;  // e.g. too few steps for a window after warm-up
+  bool opted_out = false;         // the scenario's memory.judge is false (its reason above)
   int64_t boundaries = 0;
   int64_t warmup_steps = 0;
   int64_t window = 0;

@@ -301,11 +301,11 @@ pair(scenario("deepspeed-gathered-parameters-leak",
               "gathered tensors until the next step. Fixed twin: "
               "deepspeed-gathered-parameters-leak-fixed.",
               ref, diagnosis("gathered_parameters_kept"),
-              loop={"keep": "gathered_parameters", "steps": 6}, **common),
+              loop={"keep": "gathered_parameters"}, **common),
      scenario("deepspeed-gathered-parameters-leak-fixed",
               "DeepSpeed 0.8.1+: the parameters are re-partitioned on exit; the loop keeps only "
               "what it read (their norms), so each rank holds only its partition between steps.",
-              ref, PASS, loop={"keep": "gathered_parameter_norms", "steps": 6}, **common))
+              ref, PASS, loop={"keep": "gathered_parameter_norms"}, **common))
 
 # ---------------------------------------------------------------------------------------------
 # transformers: gradient checkpointing (reentrant torch.utils.checkpoint) with frozen embeddings.

@@ -118,6 +118,72 @@ TEST(LeakDetection, OneBytePerStepIsALeakWithinTwentyTwoBoundaries) {
       << one_window.not_judged_reason;
 }
 
+// fp16's calibration windows come before the warm-up (the first applied update allocates the
+// optimizer state); a run that skips every window never allocates it, and is judged as it is.
+TEST(LeakDetection, SkippedWindowsDelayTheWarmUpUnlessEveryWindowIsSkipped) {
+  Scenario scenario;
+  scenario.memory = MemorySpec{};
+  Plan plan;
+  plan.batch = {8, 8, 1, 1, {}};
+  MemoryProbe probe(Device::cpu, 64);
+  const int64_t boundaries = 22;
+  for (int64_t step = 0; step < boundaries; ++step) {
+    CountingCpuAllocator::set_current_step(step + 1);
+    probe.sample(SamplePoint::boundary, step, step + 1);
+  }
+  Trace trace;
+  trace.memory = probe.take_samples();
+  trace.live_at_end = CountingCpuAllocator::live_allocations();
+  trace.steps.resize(boundaries);
+  for (OptimizerStepRecord& step : trace.steps) step.skipped = true;
+  const MemoryJudgement every_window_skipped = judge_memory(scenario, plan, trace);
+  EXPECT_TRUE(every_window_skipped.judged) << every_window_skipped.not_judged_reason;
+  EXPECT_TRUE(every_window_skipped.diagnoses.empty());
+
+  for (size_t s = 3; s < trace.steps.size(); ++s) trace.steps[s].skipped = false;
+  const MemoryJudgement three_skipped = judge_memory(scenario, plan, trace);
+  EXPECT_FALSE(three_skipped.judged);
+  EXPECT_EQ(three_skipped.warmup_steps, 5 + 3);
+  EXPECT_NE(three_skipped.not_judged_reason.find(
+                "run at least 25 loop.steps to judge memory (the first 3 windows, skipped by "
+                "fp16's loss scale, count as warm-up)"),
+            std::string::npos)
+      << three_skipped.not_judged_reason;
+}
+
+// A scenario that opts out (memory.judge false) gets no leak verdict even over a planted leak,
+// with its own reason said; a peak budget it sets is still judged.
+TEST(LeakDetection, OptingOutSparesTheLeakVerdictNotTheBudget) {
+  Scenario scenario;
+  scenario.memory = MemorySpec{};
+  scenario.memory.judge = false;
+  scenario.memory.reason = "measured by memory/mlp-* instead";
+  scenario.memory.budget_peak_bytes = 1;
+  Plan plan;
+  plan.batch = {8, 8, 1, 1, {}};
+  MemoryProbe probe(Device::cpu, 64);
+  std::vector<at::Tensor> planted;
+  for (int64_t step = 0; step < 30; ++step) {
+    planted.push_back(at::empty({256}, at::kByte));
+    CountingCpuAllocator::set_current_step(step + 1);
+    probe.sample(SamplePoint::boundary, step, step + 1);
+  }
+  Trace trace;
+  trace.memory = probe.take_samples();
+  trace.live_at_end = CountingCpuAllocator::live_allocations();
+  const MemoryJudgement judgement = judge_memory(scenario, plan, trace);
+  EXPECT_FALSE(judgement.judged);
+  EXPECT_TRUE(judgement.opted_out);
+  EXPECT_EQ(judgement.not_judged_reason,
+            "memory not judged: measured by memory/mlp-* instead (memory.judge is false)");
+  EXPECT_EQ(judgement.diagnoses, std::vector<DiagnosisKind>{DiagnosisKind::memory_over_budget});
+
+  scenario.memory.judge = true;  // the same samples judged: the plant is a leak
+  const MemoryJudgement judged = judge_memory(scenario, plan, trace);
+  EXPECT_TRUE(judged.judged);
+  EXPECT_EQ(judged.diagnoses.back(), DiagnosisKind::tensor_memory_leak);
+}
+
 // What made a correct watched script leak once in 16 runs (2026-12-04): one allocation born in
 // the last judged step, left for a moment by another thread. One step's straggler is not a step
 // that leaves allocations alive step after step: the window before it left nothing.

@@ -50,6 +50,54 @@ TEST_F(ScenarioLoading, ValidScenarioTakesDefaultsForAbsentKeys) {
   EXPECT_EQ(mlp.activation, Activation::relu);
 }
 
+// Every scenario that trains gets a memory verdict: without loop.steps the loop runs the steps
+// one needs (warm-up + two windows), widened with an evaluation's period; opting out needs a
+// reason, and a reason without opting out is refused.
+TEST_F(ScenarioLoading, LoopRunsTheStepsAMemoryVerdictNeedsUnlessMemoryOptsOut) {
+  nlohmann::json scenario = valid_scenario();
+  EXPECT_EQ(load_scenario(write("a.json", scenario.dump())).loop.steps, 5 + 2 * 8 + 1);
+
+  scenario["golden"]["steps"] = 30;
+  EXPECT_EQ(load_scenario(write("b.json", scenario.dump())).loop.steps, 30);
+
+  scenario["golden"]["steps"] = 4;
+  scenario["loop"]["evaluation"] = {{"every", 10}};
+  EXPECT_EQ(load_scenario(write("c.json", scenario.dump())).loop.steps, 5 + 2 * 11 + 1);
+
+  scenario["loop"].erase("evaluation");
+  scenario["memory"] = {{"warmup_steps", 2}, {"window", 3}};
+  EXPECT_EQ(load_scenario(write("d.json", scenario.dump())).loop.steps, 2 + 2 * 3 + 1);
+
+  // fp16's dynamic scale skips its first windows (fewer than golden.steps) before the warm-up.
+  scenario["deepspeed"]["fp16"] = {{"enabled", true}};
+  EXPECT_EQ(load_scenario(write("g.json", scenario.dump())).loop.steps, 4 + 2 + 2 * 3 + 1);
+  scenario["deepspeed"]["fp16"]["loss_scale"] = 128;  // static: nothing skipped to calibrate
+  EXPECT_EQ(load_scenario(write("h.json", scenario.dump())).loop.steps, 2 + 2 * 3 + 1);
+  scenario["deepspeed"].erase("fp16");
+
+  scenario["memory"] = {{"judge", false}, {"reason", "measured by memory/mlp-* instead"}};
+  const Scenario opted_out = load_scenario(write("e.json", scenario.dump()));
+  EXPECT_EQ(opted_out.loop.steps, 4);
+  EXPECT_FALSE(opted_out.memory.judge);
+  EXPECT_EQ(opted_out.memory.reason, "measured by memory/mlp-* instead");
+
+  scenario["loop"]["steps"] = 6;  // explicit: kept, and judged as too short where it is
+  EXPECT_EQ(load_scenario(write("f.json", scenario.dump())).loop.steps, 6);
+
+  scenario["memory"] = {{"judge", false}};
+  EXPECT_NE(error_of(scenario).find(path_ + ":/memory/reason: required key is missing"),
+            std::string::npos)
+      << error_of(scenario);
+  scenario["memory"] = {{"judge", false}, {"reason", ""}};
+  EXPECT_NE(error_of(scenario).find(path_ + ":/memory/reason: expected a sentence"),
+            std::string::npos)
+      << error_of(scenario);
+  scenario["memory"] = {{"reason", "why"}};
+  EXPECT_NE(error_of(scenario).find(path_ + ":/memory/reason: expected only with \"judge\": false"),
+            std::string::npos)
+      << error_of(scenario);
+}
+
 TEST_F(ScenarioLoading, MalformedJsonGivesLineAndColumn) {
   const std::string error = error_of_text("{\n  \"name\": \"x\",\n  \"tags\": [1,,]\n}\n");
   EXPECT_EQ(error.rfind(path_ + ":3:14: invalid JSON: syntax error", 0), 0u) << error;
