@@ -38,7 +38,7 @@ TOLERANCE = 1e-3  # relative gradient error; float32 rounding stays below 1e-5 o
 
 
 def load_module(name, source):
-    """The two PyTorch sources at the end of this file, as modules (kept as text so this file
+    """The PyTorch sources at the end of this file, as modules (kept as text so this file
     needs nothing beside it)."""
     module = types.ModuleType(name)
     module.__file__ = os.path.abspath(__file__)
@@ -61,6 +61,7 @@ def main():
     import torch
     torch.set_num_threads(1)
     zoo = load_module("zoo", ZOO_SOURCE)
+    load_module("loop_pieces", LOOP_PIECES_SOURCE)  # imported by the worker
     worker = load_module("ds_worker", WORKER_SOURCE)
     golden = SCENARIO["golden"]
     job = {"model": SCENARIO["model"], "data": zoo.data_with_defaults(SCENARIO["data"]),
@@ -127,6 +128,9 @@ def main():
 
 # trainrepro's model zoo and data generators in PyTorch (python/trainrepro_worker/zoo.py).
 ZOO_SOURCE = r'''__ZOO_SOURCE__'''
+
+# What trainrepro's DeepSpeed and FSDP2 workers share (python/trainrepro_worker/loop_pieces.py).
+LOOP_PIECES_SOURCE = r'''__LOOP_PIECES_SOURCE__'''
 
 # One rank of the training loop with the scenario's habits against the real DeepSpeed
 # (python/trainrepro_worker/ds_worker.py).

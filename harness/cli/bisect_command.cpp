@@ -117,7 +117,8 @@ int run_bisect(const BisectArgs& args) {
   std::optional<std::string> infrastructure;  // why a release could not be probed
   auto probe = [&](const std::string& release) {
     try {
-      options.deepspeed = managed_deepspeed_python(release, args.rank_timeout_seconds);
+      options.engine =
+          worker_training_engine(managed_deepspeed_python(release, args.rank_timeout_seconds));
     } catch (const std::runtime_error& error) {  // the release or the Python: no outcome
       ScenarioResult failed = attempt.failure;
       failed.name = attempt.scenario->name;

@@ -1,5 +1,5 @@
 // The Python sources `trainrepro export --python` writes into a script (exports/repro_main.py,
-// and python/trainrepro_worker/zoo.py and ds_worker.py), compiled in.
+// and python/trainrepro_worker/zoo.py, loop_pieces.py and ds_worker.py), compiled in.
 #pragma once
 #include <vector>
 

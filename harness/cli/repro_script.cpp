@@ -149,6 +149,7 @@ std::string repro_script_frame() {
   const std::string frame = fill_template(
       embedded("repro_main.py"), {{"__VERSION__", TRAINREPRO_VERSION},
                                   {"__ZOO_SOURCE__", raw_literal_body("zoo.py")},
+                                  {"__LOOP_PIECES_SOURCE__", raw_literal_body("loop_pieces.py")},
                                   {"__WORKER_SOURCE__", raw_literal_body("ds_worker.py")}});
   if (count_of(frame, kExportedDataPlaceholder) != 1) {
     throw std::logic_error(std::string("export: the script's frame must hold ") +

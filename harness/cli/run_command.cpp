@@ -41,7 +41,6 @@ int run_scenarios(const RunArgs& args) {
   // The real DeepSpeed's Python is asked once, before anything is written.
   const EngineOption engine = read_engine_option(args.engine, args.rank_timeout_seconds);
   if (engine.exit_code != kExitOk) return engine.exit_code;
-  const std::optional<DeepSpeedPython>& deepspeed = engine.deepspeed;
 
   const DiscoveredScenarios discovered = discover_scenarios(args.paths);
   for (const std::string& note : discovered.notes) std::cerr << note << "\n";
@@ -68,7 +67,7 @@ int run_scenarios(const RunArgs& args) {
   options.rank_timeout_seconds = args.rank_timeout_seconds;
   options.launcher_world_size = launcher_world_size();
   options.allow_large = args.allow_large;
-  options.deepspeed = deepspeed;
+  options.engine = training_engine_for(engine.deepspeed);
 
   std::vector<ScenarioResult> results;
   // Reports one result to every reporter; false when a results file cannot be written.

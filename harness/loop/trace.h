@@ -57,6 +57,19 @@ struct MemorySnapshot {
   std::string pickle;
 };
 
+// How the engine reduces gradients across ranks, which decides what a loop that turns gradient
+// synchronisation off, or steps the optimizer inside a window, leaves the optimizer.
+enum class GradientReduction {
+  // Reduced when a backward reaches the engine's accumulation boundary: a backward inside
+  // no_sync() leaves each rank's own gradient in .grad, where the optimizer steps on it
+  // (DeepSpeed's semantics: the reference engine and DeepSpeed itself).
+  at_accumulation_boundary,
+  // Every backward with sync on reduce-scatters into the sharded .grad the optimizer holds;
+  // with sync off the gradients stay in the unsharded parameters, out of the optimizer's
+  // reach, until a synced backward (torch's FSDP2).
+  at_each_synced_backward,
+};
+
 struct Trace {
   std::vector<std::string> parameter_names;
   int64_t parameter_numel = 0;    // Ψ
@@ -94,6 +107,10 @@ struct Trace {
   // storages its own objects (module, optimizer, scheduler) reach when the loop ends, beside
   // live_at_end; what lives beyond them is the loop's. -1: not measured.
   int64_t engine_tensor_bytes_at_end = -1;
+  GradientReduction gradient_reduction = GradientReduction::at_accumulation_boundary;
+  // Bytes per element of the parameters as the engine hands them to the loop whole (gathered at
+  // ZeRO 3): 2 where it trains them in bf16 (DeepSpeed under bf16); 0: the plan's dtype.
+  int64_t gathered_parameter_element_bytes = 0;
   double seconds = 0.0;
   // Why the run ended before its last step, in DeepSpeed's words (the loss scale reached its
   // minimum and DeepSpeed raised); empty when it ran to the end.

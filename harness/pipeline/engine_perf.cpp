@@ -3,12 +3,12 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "harness/engines/worker_training.h"
 #include "harness/golden/golden_run.h"
 #include "harness/golden/golden_store.h"
 #include "harness/json/json_fields.h"
 #include "harness/perf/engine_ratio.h"
 #include "harness/perf/mann_whitney.h"
-#include "harness/pipeline/deepspeed_training.h"
 #include "models/model_size.h"
 
 namespace trainrepro {

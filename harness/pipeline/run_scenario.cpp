@@ -28,19 +28,15 @@
 #include "harness/loop/training_loop.h"
 #include "harness/memory/cuda_memory.h"
 #include "harness/memory/host_memory.h"
-#include "harness/pipeline/deepspeed_training.h"
-#include "harness/verdict/fsdp2_difference.h"
 #include "harness/pipeline/resource_check.h"
 #include "harness/report/results_json.h"
 #include "harness/scenario/load_scenario.h"
-#include "harness/scenario/settings_acting_outside_the_run.h"
 #include "harness/verdict/changed_default.h"
 #include "harness/verdict/golden_staleness.h"
 #include "harness/verdict/habit_visibility.h"
 #include "harness/verdict/judge_config.h"
 #include "harness/verdict/judge_training.h"
 #include "harness/verdict/loss_scale_calibration.h"
-#include "models/model_size.h"
 #include "models/torchscript_model.h"
 
 namespace trainrepro {
@@ -93,9 +89,9 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
                            " rank(s) and this launch (mpirun or srun) started " +
                            std::to_string(options.launcher_world_size));
   }
-  // The DeepSpeed worker's ranks meet through torch's gloo, not Open MPI.
+  // An engine that starts its own ranks (the Python workers: torch's gloo) needs no Open MPI.
   if ((requires_(scenario, Requirement::mpi) || scenario.world_size > 1) && !mpi_available() &&
-      !options.deepspeed) {
+      !options.engine->starts_own_ranks()) {
     return skipped_verdict(
         "skipped: the scenario runs on several ranks and mpirun is not on the PATH");
   }
@@ -118,73 +114,6 @@ std::variant<Device, Verdict> choose_device(const Scenario& scenario, const RunO
     }
   }
   return use_cuda ? Device::cuda : Device::cpu;
-}
-
-// What this engine cannot run yet, said plainly rather than run approximately.
-std::optional<std::string> unsupported_by_engine(const Scenario& scenario, const Plan& plan) {
-  // At ZeRO stages 1-3 gradients and optimizer state live in the engine's partitions, so a
-  // loop that works on .grad or the optimizer behind the engine's back has no single meaning.
-  const LoopSpec& loop = scenario.loop;
-  const char* around_engine = nullptr;
-  // From DeepSpeed 0.18.3 loss.backward() after engine(x) is hooked: the engine's own path.
-  if (loop.loss_scaling == LossScalingHabit::none && !plan.direct_backward_through_engine) {
-    around_engine = "/loop/loss_scaling";
-  }
-  // zero_grad every micro-step is engine.zero_grad(), whose effect each stage defines
-  // (ZeroStrategy::clear_parameter_gradients); "never" steps the optimizer behind the engine.
-  if (loop.zero_grad == ZeroGradHabit::never) around_engine = "/loop/zero_grad";
-  if (loop.stepping == SteppingHabit::optimizer_every_micro_step) around_engine = "/loop/stepping";
-  if (loop.evaluation && loop.evaluation->backward) around_engine = "/loop/evaluation/backward";
-  if (loop.clip_grad_norm > 0.0) around_engine = "/loop/clip_grad_norm";
-  if (plan.zero_stage > 0 && around_engine != nullptr) {
-    return scenario.file + ":" + around_engine +
-           ": this loop habit works on gradients or the optimizer around the engine, which the "
-           "reference engine supports at ZeRO stage 0 only (this scenario uses stage " +
-           std::to_string(plan.zero_stage) + ")";
-  }
-  // Your TorchScript module's forward is one graph: nothing inside it can be hooked per layer.
-  if (std::holds_alternative<TorchScriptOptions>(scenario.model.options)) {
-    if (plan.zero_stage == 3) {
-      return scenario.file +
-             ":/deepspeed/zero_optimization/stage: ZeRO stage 3 gathers each "
-             "submodule's parameters around that submodule's forward and backward; a TorchScript "
-             "module's forward is one compiled graph with no submodule boundaries to gather at, "
-             "so the reference engine runs it at stages 0-2 only";
-    }
-    if (loop.activation_checkpointing != ActivationCheckpointing::none) {
-      return scenario.file +
-             ":/loop/activation_checkpointing: checkpointing lives in your "
-             "model's code, and a TorchScript module's graph cannot be split into checkpointed "
-             "blocks from outside; trace the model with its checkpointing, or remove this key";
-    }
-  }
-  if (!scenario.deepspeed.precision_not_implemented.empty()) {
-    return scenario.deepspeed.precision_not_implemented;
-  }
-  if (plan.precision != Precision::fp32 && plan.dtype == EngineDtype::float64) {
-    return scenario.file + ":/dtype: float64 with " + precision_name(plan.precision) +
-           ": DeepSpeed casts the model to " + precision_name(plan.precision) +
-           " and keeps float32 master weights, so a mixed-precision scenario runs in float32 "
-           "(remove \"dtype\"; the golden stays float64)";
-  }
-  // Stage 3 hands FusedLamb one flat float32 partition per sub group of sub_group_size elements
-  // (1e9 by default); the engine's stage 3 keeps one per param group, which is the same while a
-  // group fits in one sub group. Smaller sub groups would split Lamb's trust ratio further.
-  if (plan.optimizer.kind == OptimizerKind::lamb && plan.zero_stage == 3) {
-    const nlohmann::json& zero =
-        scenario.deepspeed.verbatim.value("zero_optimization", nlohmann::json::object());
-    if (zero.is_object() && zero.contains("sub_group_size") && zero["sub_group_size"].is_number() &&
-        zero["sub_group_size"].get<double>() <
-            static_cast<double>(parameter_count(scenario.model.options))) {
-      return scenario.file +
-             ":/deepspeed/zero_optimization/sub_group_size: Lamb at ZeRO stage "
-             "3 with sub groups smaller than the model (" +
-             std::to_string(parameter_count(scenario.model.options)) +
-             " parameters) is not implemented by the reference engine: DeepSpeed gives FusedLamb "
-             "one flat partition per sub group, so its trust ratio would span each sub group";
-    }
-  }
-  return std::nullopt;
 }
 
 // The CUDA snapshots rank 0 wrote beside its result (`<result>.snapshot-<step>`).
@@ -276,30 +205,13 @@ void run_on_ranks(const Scenario& scenario, const Plan& plan, const RunOptions& 
 // Golden, training and judging; every failure becomes a result.
 void run_training_stage(const Scenario& scenario, const Plan& resolved, const RunOptions& options,
                         ScenarioResult& result) {
-  // The real DeepSpeed trains the float32 module the user hands it: a float64 scenario is judged
-  // with float32 tolerances there (the golden stays float64).
-  Plan plan = resolved;
-  if (options.deepspeed) {
-    const bool fsdp2 = options.deepspeed->versions.engine == "fsdp2";
-    plan.engine = fsdp2 ? TrainingEngine::fsdp2 : TrainingEngine::deepspeed;
-    if (auto reason = fsdp2 ? unsupported_by_fsdp2_worker(scenario, plan)
-                            : unsupported_by_deepspeed_worker(scenario, plan)) {
-      result.verdict = skipped_verdict(*reason);
-      return;
-    }
-    if (plan.dtype == EngineDtype::float64) {
-      plan.dtype = EngineDtype::float32;
-      result.plan = plan;
-      result.warnings.push_back(scenario.file +
-                                ":/dtype: float64 is the reference engine's; --engine " +
-                                options.deepspeed->versions.engine +
-                                " trains the module in float32 and is judged with float32 "
-                                "tolerances");
-    }
-  } else if (auto reason = unsupported_by_engine(scenario, plan)) {
-    result.verdict = error_verdict(ErrorSource::scenario, *reason);
+  const TrainingEngine& engine = *options.engine;
+  if (auto refused = engine.refusal(scenario, resolved)) {
+    result.verdict = std::move(*refused);
     return;
   }
+  const Plan plan = engine.plan_trained(scenario, resolved, result.warnings);
+  result.plan = plan;
   if (!options.allow_large) {
     const MachineCapacity machine{
         physical_ram_bytes(), plan.device == Device::cuda ? cuda_device_capacity_bytes() : 0,
@@ -309,13 +221,13 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
       return;
     }
   }
-  // The DeepSpeed worker starts its own ranks (one Python process each, gloo).
-  if (plan.batch.world_size > 1 && !launched_by_mpi() && !options.deepspeed) {
+  // An engine that starts its own ranks (one Python process each, gloo) is never launched.
+  if (plan.batch.world_size > 1 && !launched_by_mpi() && !engine.starts_own_ranks()) {
     run_on_ranks(scenario, plan, options, result);
     return;
   }
   std::unique_ptr<Communicator> communicator;
-  if (plan.batch.world_size > 1 && !options.deepspeed) {
+  if (plan.batch.world_size > 1 && !engine.starts_own_ranks()) {
     try {
       communicator =
           plan.device == Device::cuda ? make_nccl_communicator() : make_mpi_communicator();
@@ -346,21 +258,13 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
   stage_start = Clock::now();
   Trace trace;
   try {
-    if (options.deepspeed) {
-      auto trained = train_on_deepspeed(scenario, plan, golden, *options.deepspeed,
-                                        options.rank_timeout_seconds);
-      if (auto* verdict = std::get_if<Verdict>(&trained)) {
-        result.verdict = std::move(*verdict);
-        return;
-      }
-      trace = std::move(std::get<Trace>(trained));
-    } else {
-      if (plan.device == Device::cuda) make_cuda_deterministic();
-      LoopOptions loop_options;
-      loop_options.recorded_steps = scenario.golden.steps;
-      loop_options.communicator = communicator.get();
-      trace = run_training_loop(scenario.model, scenario.data, scenario.loop, plan, loop_options);
+    auto trained =
+        engine.train(scenario, plan, golden, {options.rank_timeout_seconds, communicator.get()});
+    if (auto* verdict = std::get_if<Verdict>(&trained)) {
+      result.verdict = std::move(*verdict);
+      return;
     }
+    trace = std::move(std::get<Trace>(trained));
   } catch (const UserModelError& error) {
     result.verdict = error_verdict(ErrorSource::scenario,
                                    scenario.file + ":/model/options/file: " + error.what());
@@ -470,30 +374,15 @@ namespace {
 // the expected one, a default that differs between the two belongs in the diagnosis.
 void add_changed_default(const Scenario& scenario, const RunOptions& options,
                          ScenarioResult& result) {
-  if (!options.deepspeed || options.deepspeed->versions.deepspeed.empty()) return;
+  const std::string release = options.engine->deepspeed_release();
+  if (release.empty()) return;
   Verdict& verdict = result.verdict;
   if (verdict.outcome != Outcome::failed && verdict.outcome != Outcome::not_reproduced) return;
   if (!result.training) return;
-  const auto finding = changed_default_finding(
-      scenario.deepspeed, options.deepspeed->versions.deepspeed, *result.training);
+  const auto finding = changed_default_finding(scenario.deepspeed, release, *result.training);
   if (!finding) return;
   // First: a default that changed explains the rest of the diagnosis (an update that differs).
   verdict.diagnosis = *finding + (verdict.diagnosis.empty() ? "" : " " + verdict.diagnosis);
-}
-
-// Why a scenario DeepSpeed refuses is not run on FSDP2.
-std::string fsdp2_skips_refusal(const Scenario& scenario, const PlanResolution& resolution) {
-  const auto* refused = std::get_if<ConfigError>(&resolution);
-  if (refused && (refused->kind == ConfigErrorKind::no_sync_with_partitioned_gradients ||
-                  refused->kind == ConfigErrorKind::no_sync_boundary_at_zero_stage_1)) {
-    return "skipped: --engine fsdp2: the refusal is DeepSpeed's engine.no_sync() at ZeRO stage " +
-           std::to_string(scenario.deepspeed.zero_stage) +
-           " (" + describe_expectation(scenario.expect) +
-           "); FSDP2's set_requires_gradient_sync refuses nothing, and its outcome is the same "
-           "at every stage: the stage-0 scenarios of loop.gradient_sync show it";
-  }
-  return "skipped: --engine fsdp2: no FSDP2 counterpart: the verdict is on the DeepSpeed "
-         "config itself (" + describe_expectation(scenario.expect) + "), which FSDP2 does not read";
 }
 
 }  // namespace
@@ -502,12 +391,12 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
   const auto start = Clock::now();
   // A DeepSpeed implementation bug on the real DeepSpeed: the installed release chooses what
   // the run should show, here, before any judge reads the expectation.
+  const TrainingEngine& engine = *options.engine;
   std::optional<ReleaseExpectation> on_release;
   std::optional<Scenario> as_expected_on_release;
-  if (options.deepspeed && options.deepspeed->versions.engine == "deepspeed" &&
-      written.deepspeed_releases) {
+  if (!engine.deepspeed_release().empty() && written.deepspeed_releases) {
     on_release = expectation_on_release(*written.deepspeed_releases, written.expect,
-                                        options.deepspeed->versions.deepspeed);
+                                        engine.deepspeed_release());
     as_expected_on_release = written;
     as_expected_on_release->expect = on_release->expect;
   }
@@ -521,22 +410,17 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
   result.warnings = scenario.deepspeed.warnings;
   result.torch_version = torch_version();
   result.deepspeed_version = scenario.deepspeed.release->version;
-  result.engine = options.deepspeed ? engine_description(options.deepspeed->versions)
-                                    : std::string(kReferenceEngine);
+  result.engine = engine.description();
   if (on_release) {
     result.release_expectation = on_release->said;
     if (!on_release->listed) result.warnings.push_back(scenario.file + ": " + on_release->said);
   }
 
-  // The one check of a config handed to the real DeepSpeed (run, bisect's probes, the release
-  // matrix): refused before a golden is read or a worker starts. FSDP2 reads no ds_config.
-  if (options.deepspeed && options.deepspeed->versions.engine == "deepspeed") {
-    if (auto refused = refuse_settings_acting_outside_the_run(scenario, "--engine deepspeed")) {
-      result.verdict = error_verdict(ErrorSource::scenario, *refused);
-      result.verdict.expected = describe_expectation(scenario.expect);
-      result.seconds = seconds_since(start);
-      return result;
-    }
+  if (auto refused = engine.refusal_before_run(scenario)) {
+    result.verdict = error_verdict(ErrorSource::scenario, *refused);
+    result.verdict.expected = describe_expectation(scenario.expect);
+    result.seconds = seconds_since(start);
+    return result;
   }
   if (scenario.measure_only) {
     result.verdict = skipped_verdict(
@@ -563,18 +447,15 @@ ScenarioResult run_loaded_scenario(const Scenario& written, const RunOptions& op
 
   if (auto verdict = judge_config(scenario, resolution)) {
     result.verdict = *verdict;
-    // FSDP2 reads no ds_config: what DeepSpeed's config rules say is not FSDP2's to show.
-    if (options.deepspeed && options.deepspeed->versions.engine == "fsdp2") {
-      result.verdict = skipped_verdict(fsdp2_skips_refusal(scenario, resolution));
+    if (auto why = engine.skips_config_verdict(scenario, resolution)) {
+      result.verdict = skipped_verdict(*why);
     }
   } else {
     run_training_stage(scenario, std::get<Plan>(resolution), options, result);
     result.verdict.expected = describe_expectation(scenario.expect);
     add_changed_default(scenario, options, result);
-    if (options.deepspeed && options.deepspeed->versions.engine == "fsdp2") {
-      if (auto difference = fsdp2_difference(scenario, result.verdict)) {
-        result.verdict.diagnosis = *difference;
-      }
+    if (auto explained = engine.explain_verdict(scenario, result.verdict)) {
+      result.verdict.diagnosis = *explained;
     }
   }
   result.seconds = seconds_since(start);

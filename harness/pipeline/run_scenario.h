@@ -4,9 +4,9 @@
 #include <optional>
 #include <string>
 
+#include "harness/engines/training_engine.h"
 #include "harness/report/scenario_result.h"
 #include "harness/scenario/scenario.h"
-#include "harness/worker/deepspeed_worker.h"
 
 namespace trainrepro {
 
@@ -21,9 +21,9 @@ struct RunOptions {
   int launcher_world_size = 1;
   // Runs a scenario the resource check refuses (`run --allow-large`); ranks never re-check.
   bool allow_large = false;
-  // `run --engine deepspeed`: the Python whose DeepSpeed trains instead of the reference engine
-  // (found once, before any scenario); the golden, judges and reporters are the same.
-  std::optional<DeepSpeedPython> deepspeed;
+  // What trains each scenario (`run --engine`, chosen once before any scenario); the golden,
+  // judges and reporters are the same whichever it is.
+  std::shared_ptr<const TrainingEngine> engine = reference_training_engine();
 };
 
 // The load stage alone, as a result when it fails (outcome error, source scenario).

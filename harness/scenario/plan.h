@@ -15,10 +15,6 @@ namespace trainrepro {
 
 enum class Device { cpu, cuda };
 
-// Which engine trains the plan: the judges are the same, but a few hypotheses are one engine's
-// (FSDP2 keeps an unsynced gradient out of the optimizer's reach; DeepSpeed leaves it in .grad).
-enum class TrainingEngine { reference, deepspeed, fsdp2 };
-
 struct Plan {
   ResolvedBatch batch;
   Device device = Device::cpu;
@@ -42,7 +38,6 @@ struct Plan {
   // hands DeepSpeed the boundary. None: the user's own DeepSpeed loop.
   std::optional<TrainerLoopSpec> trainer;
   GoldenSpec golden;
-  TrainingEngine engine = TrainingEngine::reference;
 };
 
 // Micro-batches per optimizer step as the loop feeds them: the Trainer's window where accelerate

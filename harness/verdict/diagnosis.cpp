@@ -369,17 +369,20 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
                                             /*reduced=*/true, 0, gas);
 
   std::vector<Hypothesis> hypotheses;
-  const bool on_fsdp2 = plan.engine == TrainingEngine::fsdp2;
+  // Where the engine reduces (the trace says): at its accumulation boundary, as DeepSpeed does,
+  // or at every backward with sync on, as FSDP2 does.
+  const bool synced_backward_reduces =
+      trace.gradient_reduction == GradientReduction::at_each_synced_backward;
   // The boundary's backward inside DeepSpeed's no_sync(): every micro-batch of rank 0, scaled
   // by engine.backward, never averaged (on one rank that is the correct gradient).
-  if (!on_fsdp2 && samples.world_size > 1) {
+  if (!synced_backward_reduces && samples.world_size > 1) {
     hypotheses.push_back({DiagnosisKind::gradients_not_reduced,
                           rank_zero_holds(window, Normalised::by_window_items, engine_scale,
                                           /*reduced=*/false, 0, gas)});
   }
   // FSDP2 with sync never on: the sharded .grad the optimizer holds stays empty (recorded as
   // zeros), at any GAS. A zero prediction can match a zero gradient only: tested only there.
-  if (on_fsdp2 && norm_of(trace.steps[step].gradients) == 0.0) {
+  if (synced_backward_reduces && norm_of(trace.steps[step].gradients) == 0.0) {
     hypotheses.push_back({DiagnosisKind::gradients_never_synchronised, scaled(correct, 0.0)});
   }
   const int64_t effective_batch = effective_train_batch(plan);
@@ -413,10 +416,10 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
     if (stepped_inside_window) {
       hypotheses.push_back({DiagnosisKind::optimizer_every_micro_step,
                             rank_zero_holds(window, Normalised::by_window_items, engine_scale,
-                                            /*reduced=*/on_fsdp2, 0, 1)});
+                                            /*reduced=*/synced_backward_reduces, 0, 1)});
     }
     // FSDP2, sync on for the window's first backward only: that micro-batch, reduced.
-    if (on_fsdp2 && !stepped_inside_window) {
+    if (synced_backward_reduces && !stepped_inside_window) {
       hypotheses.push_back({DiagnosisKind::gradient_sync_off_at_boundary,
                             rank_zero_holds(window, Normalised::by_window_items, engine_scale,
                                             /*reduced=*/true, 0, 1)});

@@ -127,12 +127,11 @@ void judge_gathered_parameters_on_worker(const Plan& plan, const Trace& trace,
   if (plan.zero_stage != 3 || plan.batch.world_size < 2 || trace.engine_tensor_bytes_at_end < 0) {
     return;
   }
-  // The parameters as the engine hands them out: the model's dtype, bf16 where DeepSpeed trains
-  // in bf16 (FSDP2 keeps its sharded parameters in the model's dtype).
-  const int64_t element =
-      plan.precision != Precision::fp32 && plan.engine == TrainingEngine::deepspeed
-          ? 2
-          : element_bytes(plan.dtype);
+  // The parameters as the engine hands them out (the trace says): the model's dtype unless the
+  // engine trains them in another (DeepSpeed under bf16; FSDP2 keeps the model's dtype).
+  const int64_t element = trace.gathered_parameter_element_bytes > 0
+                              ? trace.gathered_parameter_element_bytes
+                              : element_bytes(plan.dtype);
   const int64_t full_parameter_bytes = trace.parameter_numel * element;
   // The engine's objects are counted once, at the end; the census's samples say what lived at
   // every boundary. What the loop keeps is alive at the end too, when the census has waited

@@ -37,7 +37,7 @@ import warnings
 import torch
 
 import config_schedule
-import ds_worker
+import loop_pieces
 import zoo
 
 # A loop that steps the scheduler every micro-batch (loop.lr_scheduler_step) calls it before the
@@ -114,7 +114,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     plan = job["fsdp2"]
     dist.init_process_group("gloo")
     mesh = init_device_mesh("cpu", (world_size,))
-    module, names = ds_worker.module_of_job(job)
+    module, names = loop_pieces.module_of_job(job)
     loop = job["loop"]
     module.checkpointing = loop.get("activation_checkpointing", "none")
     module.checkpoint_library = "torch"  # torch.utils.checkpoint, as an FSDP2 user checkpoints
@@ -144,7 +144,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         "dist_world_size": dist.get_world_size(),
         "gradient_clipping": clipping,
         "zero_stage": plan["zero_stage"],
-        "optimizer": ds_worker.optimizer_description(optimizer),
+        "optimizer": loop_pieces.optimizer_description(optimizer),
     }
     record["initialize_error"] = None
     steps_recorded = job["steps"]
@@ -157,9 +157,9 @@ def run(job, rank, world_size, record, make_memory_probe=None):
     record["micro_step_items"] = []
     pending = {"gradients": None}
 
-    memory = ds_worker.WorkerMemory(make_memory_probe, record, pending, source)
+    memory = loop_pieces.WorkerMemory(make_memory_probe, record, pending, source)
     harness_record = memory.harness_record
-    timer = ds_worker.StepTimer(job, record)
+    timer = loop_pieces.StepTimer(job, record)
 
     def take_gradients(backwards_done):
         # The trace counts backwards seen at the step (1-based), as ds_worker does.
@@ -184,9 +184,9 @@ def run(job, rank, world_size, record, make_memory_probe=None):
             del gradients
 
     evaluation = loop.get("evaluation")
-    evaluate = ds_worker.Evaluation(evaluation, source, micro_batch, module, module) \
+    evaluate = loop_pieces.Evaluation(evaluation, source, micro_batch, module, module) \
         if evaluation else None
-    keeper = ds_worker.keeper_of(loop)
+    keeper = loop_pieces.keeper_of(loop)
     kept = []
     kept_after_step = None
 
@@ -206,7 +206,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         first = (m * world_size + rank) * micro_batch
         batch = source.samples(first, first + micro_batch)
         if m % gas == 0:
-            window_items = ds_worker.window_items_per_rank(source, m, gas, world_size, micro_batch)
+            window_items = loop_pieces.window_items_per_rank(source, m, gas, world_size, micro_batch)
         window_ends = (m + 1) % gas == 0
         steps_before = len(record["steps"])
         if zero_grad == "every_micro_step":
@@ -253,7 +253,7 @@ def run(job, rank, world_size, record, make_memory_probe=None):
         if scheduler and loop.get("lr_scheduler_step", "engine") == "every_micro_step":
             scheduler.step()
         if len(record["steps"]) > steps_before:
-            kept_after_step = ds_worker.keep_after_step(loop, gathered_parameters)
+            kept_after_step = loop_pieces.keep_after_step(loop, gathered_parameters)
         del batch, outputs, loss_sum, loss
         stepped = len(record["steps"]) > steps_before
         timer.micro_step_ends(stepped)

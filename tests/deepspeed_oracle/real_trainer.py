@@ -171,7 +171,7 @@ def run_rank(job, rank, world_size, record):
     import accelerate
     from deepspeed.runtime.engine import DeepSpeedEngine
     from deepspeed.utils import safe_get_full_fp32_param, safe_get_full_grad
-    from ds_worker import optimizer_description
+    from loop_pieces import optimizer_description
     record["versions"] = {"transformers": transformers.__version__,
                           "accelerate": accelerate.__version__, "deepspeed": deepspeed.__version__}
     record["deepspeed_version"] = deepspeed.__version__

@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "harness/pipeline/deepspeed_training.h"
+#include "harness/engines/worker_training.h"
 #include "harness/scenario/load_scenario.h"
 #include "tests/unit/scenario_file_fixture.h"
 

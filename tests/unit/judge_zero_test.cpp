@@ -154,7 +154,6 @@ TEST_F(JudgeZero, PersistentParametersAreWholeAndGatheredOncePerStep) {
 // parameters kept.
 TEST_F(JudgeZero, WorkerEnginesJudgeWhatLivesBeyondTheEngine) {
   make_run(3, 2);  // 8000 bytes of states, 8200 alive at the boundary
-  plan_.engine = TrainingEngine::fsdp2;
   trace_.model_states_not_measured = "the fsdp2 engine does not measure ZeRO's model states";
   trace_.engine_tensor_bytes_at_end = 8000;
   EXPECT_TRUE(judge().diagnoses.empty());
@@ -173,12 +172,24 @@ TEST_F(JudgeZero, WorkerEnginesJudgeWhatLivesBeyondTheEngine) {
   EXPECT_TRUE(judge().diagnoses.empty());
 }
 
+// The whole model's size is the parameters as the engine hands them out, which the trace says:
+// a bf16 copy (DeepSpeed under bf16) is half the float32 model, and kept is kept.
+TEST_F(JudgeZero, GatheredParametersAreMeasuredInTheDtypeTheTraceSaysTheEngineHandsOut) {
+  make_run(3, 2);  // 8000 bytes of states
+  trace_.model_states_not_measured = "the deepspeed engine does not measure ZeRO's model states";
+  trace_.engine_tensor_bytes_at_end = 8000;
+  trace_.memory.back().cpu_tensor_bytes = 8000 + 1600;  // 0.8 of a bf16 model, 0.4 of float32
+  EXPECT_TRUE(judge().diagnoses.empty());
+  trace_.gathered_parameter_element_bytes = 2;
+  ASSERT_EQ(judge().diagnoses.size(), 1u);
+  EXPECT_EQ(judge().diagnoses[0], DiagnosisKind::gathered_parameters_kept);
+}
+
 // A collective's buffer that torch's gloo thread had yet to free at every boundary census (a
 // loaded machine) is gone from the census at the end, taken once other threads have freed what
 // they hold: not the loop's. What the loop keeps is there at the end too.
 TEST_F(JudgeZero, WhatAnotherThreadHadYetToFreeAtTheBoundariesIsNotGatheredParametersKept) {
   make_run(3, 2);  // 8000 bytes of states
-  plan_.engine = TrainingEngine::fsdp2;
   trace_.model_states_not_measured = "the fsdp2 engine does not measure ZeRO's model states";
   trace_.engine_tensor_bytes_at_end = 8000;
   trace_.memory.back().cpu_tensor_bytes = 8000 + 4000;  // a whole model's gradient in flight

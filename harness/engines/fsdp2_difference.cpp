@@ -1,4 +1,4 @@
-#include "harness/verdict/fsdp2_difference.h"
+#include "harness/engines/fsdp2_difference.h"
 
 namespace trainrepro {
 
@@ -21,7 +21,8 @@ std::optional<std::string> fsdp2_difference(const Scenario& scenario, const Verd
            "while set_requires_gradient_sync is False the gradients stay in FSDP2's unsharded "
            "parameters, out of the optimizer's reach, until a synced backward reduce-scatters "
            "them (DeepSpeed's no_sync() leaves each rank's own gradient in .grad and steps on "
-           "it, which one rank cannot tell from the average). What FSDP2 did: " + verdict.diagnosis;
+           "it, which one rank cannot tell from the average). What FSDP2 did: " +
+           verdict.diagnosis;
   }
   if (verdict.outcome != Outcome::not_reproduced) return std::nullopt;
   // torch 2.11, torch/distributed/fsdp/_fully_shard/_fsdp_param.py: while gradient sync is off,

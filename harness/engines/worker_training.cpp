@@ -1,4 +1,4 @@
-#include "harness/pipeline/deepspeed_training.h"
+#include "harness/engines/worker_training.h"
 
 #include <filesystem>
 
@@ -76,8 +76,9 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
   // gradients read 65536 or 256 times scaled at ZeRO 1-2, a scale pinned at its minimum raising,
   // non-finite traces. fp16 is judged on a GPU (scripts/nightly-gpu), not faked here.
   if (plan.precision == Precision::fp16) {
-    return std::string("skipped: --engine deepspeed: fp16 on a CPU (DeepSpeed's loss scaling "
-                       "is built for CUDA; the GPU nightly runs fp16 scenarios)");
+    return std::string(
+        "skipped: --engine deepspeed: fp16 on a CPU (DeepSpeed's loss scaling "
+        "is built for CUDA; the GPU nightly runs fp16 scenarios)");
   }
   if (plan.optimizer.kind == OptimizerKind::lamb) {
     return std::string("skipped: --engine deepspeed: DeepSpeed's FusedLamb has no CPU kernel");
@@ -98,8 +99,7 @@ std::optional<std::string> unsupported_by_deepspeed_worker(const Scenario& scena
   return std::nullopt;
 }
 
-std::optional<std::string> unsupported_by_fsdp2_worker(const Scenario& scenario,
-                                                       const Plan& plan) {
+std::optional<std::string> unsupported_by_fsdp2_worker(const Scenario& scenario, const Plan& plan) {
   const std::string none = "skipped: --engine fsdp2: no FSDP2 counterpart: ";
   const std::string not_yet = "skipped: not yet on --engine fsdp2: ";
   if (plan.device == Device::cuda) {
@@ -119,8 +119,9 @@ std::optional<std::string> unsupported_by_fsdp2_worker(const Scenario& scenario,
   // momentum (config_schedule.py): every type DeepSpeed's config names is mapped.
   // Offload to the CPU is FSDP2's CPUOffloadPolicy; FSDP2 offloads to host memory only.
   if (scenario.deepspeed.offload_optimizer_device == "nvme") {
-    return none + "ZeRO-Infinity's NVMe offload (/deepspeed/zero_optimization/offload_optimizer/"
-                  "device): FSDP2's CPUOffloadPolicy offloads to host memory only";
+    return none +
+           "ZeRO-Infinity's NVMe offload (/deepspeed/zero_optimization/offload_optimizer/"
+           "device): FSDP2's CPUOffloadPolicy offloads to host memory only";
   }
   if (!plan.managed_gradient_accumulation) {
     return none + "managed_gradient_accumulation false (/deepspeed: DeepSpeed's own counter)";
@@ -163,13 +164,12 @@ nlohmann::json deepspeed_job(const Scenario& scenario, const Golden& golden) {
         {"explicit_boundary", scenario.trainer->explicit_boundary}};
     const std::optional<OptimizerConfig>& optimizer = config.optimizer;
     if (optimizer && optimizer->decay_skips_bias_and_norm) {
-      trainer["optimizer"] = {
-          {"lr", optimizer->lr},
-          {"betas", {optimizer->beta1, optimizer->beta2}},
-          {"eps", optimizer->eps},
-          {"weight_decay", optimizer->weight_decay},
-          {"as_deepspeed_cpu_adam",
-           config.offload_optimizer_device != "none" && config.zero_force_ds_cpu_optimizer}};
+      trainer["optimizer"] = {{"lr", optimizer->lr},
+                              {"betas", {optimizer->beta1, optimizer->beta2}},
+                              {"eps", optimizer->eps},
+                              {"weight_decay", optimizer->weight_decay},
+                              {"as_deepspeed_cpu_adam", config.offload_optimizer_device != "none" &&
+                                                            config.zero_force_ds_cpu_optimizer}};
     }
     job["trainer"] = trainer;
   }
@@ -211,21 +211,30 @@ nlohmann::json fsdp2_job(const Scenario& scenario, const Plan& plan, const Golde
   return job;
 }
 
-std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const Plan& plan,
-                                                const Golden& golden,
-                                                const DeepSpeedPython& python,
-                                                int timeout_seconds) {
-  const bool fsdp2 = python.versions.engine == "fsdp2";
-  const std::string engine = fsdp2 ? "FSDP2" : "DeepSpeed";
+Plan WorkerTrainingEngine::plan_trained(const Scenario& scenario, Plan plan,
+                                        std::vector<std::string>& warnings) const {
+  if (plan.dtype == EngineDtype::float64) {
+    plan.dtype = EngineDtype::float32;
+    warnings.push_back(scenario.file + ":/dtype: float64 is the reference engine's; --engine " +
+                       python_.versions.engine +
+                       " trains the module in float32 and is judged with float32 tolerances");
+  }
+  return plan;
+}
+
+std::variant<Trace, Verdict> WorkerTrainingEngine::train_job(const Scenario& scenario,
+                                                             const Golden& golden,
+                                                             nlohmann::json job,
+                                                             const std::string& title,
+                                                             int timeout_seconds) const {
   WorkerTrace worker;
   try {
-    worker = run_deepspeed_worker(
-        python, fsdp2 ? fsdp2_job(scenario, plan, golden) : deepspeed_job(scenario, golden),
-        timeout_seconds, golden.parameter_names, golden.initial_parameters);
+    worker = run_deepspeed_worker(python_, std::move(job), timeout_seconds, golden.parameter_names,
+                                  golden.initial_parameters);
   } catch (const WorkerTraceError& error) {
-    return worker_verdict(Outcome::error, ErrorSource::infrastructure,
-                          scenario.file + ": --engine " + python.versions.engine + ": " +
-                              error.what());
+    return worker_verdict(
+        Outcome::error, ErrorSource::infrastructure,
+        scenario.file + ": --engine " + python_.versions.engine + ": " + error.what());
   }
   switch (worker.status) {
     case WorkerStatus::skipped:
@@ -239,7 +248,7 @@ std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const 
     case WorkerStatus::error:
     case WorkerStatus::invalid:
       return worker_verdict(Outcome::error, ErrorSource::infrastructure,
-                            scenario.file + ": the " + engine + " worker raised: " + worker.reason +
+                            scenario.file + ": the " + title + " worker raised: " + worker.reason +
                                 "\n" + traceback_tail(worker.traceback, 6));
     case WorkerStatus::trained:
       break;
@@ -251,10 +260,20 @@ std::variant<Trace, Verdict> train_on_deepspeed(const Scenario& scenario, const 
   trace.frozen_parameter_names = golden.frozen_parameter_names;
   trace.frozen_parameters = golden.frozen_parameters;
   trace.model_states_not_measured =
-      "the " + python.versions.engine +
+      "the " + python_.versions.engine +
       " engine does not measure ZeRO's model states (the worker's census counts live tensors, "
       "not partitions)";
   return trace;
+}
+
+std::shared_ptr<const TrainingEngine> worker_training_engine(DeepSpeedPython python) {
+  if (python.versions.engine == "fsdp2") return fsdp2_worker_engine(std::move(python));
+  return deepspeed_worker_engine(std::move(python));
+}
+
+std::shared_ptr<const TrainingEngine> training_engine_for(
+    const std::optional<DeepSpeedPython>& python) {
+  return python ? worker_training_engine(*python) : reference_training_engine();
 }
 
 }  // namespace trainrepro
