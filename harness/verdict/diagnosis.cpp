@@ -158,7 +158,7 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
     case DiagnosisKind::gradient_sync_off_at_boundary:
       return "the optimizer stepped on the window's first micro-batch alone: the loop turned "
              "gradient sync on for the first backward of the window and off for the others "
-             "(model.set_requires_gradient_sync), so FSDP2 reduce-scattered micro-batch 1 into "
+             "(model.set_requires_gradient_sync), so the engine reduce-scattered micro-batch 1 into "
              "the sharded .grad the optimizer steps on and kept the window's other " +
              (window_steps == 2 ? std::string("micro-batch's gradient")
                                 : std::to_string(window_steps - 1) + " micro-batches' gradients") +
@@ -169,7 +169,7 @@ std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& pl
     case DiagnosisKind::gradients_never_synchronised:
       return "the optimizer got no gradient at step " + std::to_string(step) +
              ": gradient sync was off for every backward (model.set_requires_gradient_sync("
-             "False) never turned back on), so FSDP2 kept the gradients in its unsharded "
+             "False) never turned back on), so the engine kept the gradients in its unsharded "
              "parameters and never reduce-scattered them into the sharded .grad the optimizer "
              "steps on: no parameter was updated. Fix: "
              "model.set_requires_gradient_sync(True) before the window's last backward";

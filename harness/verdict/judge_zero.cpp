@@ -113,8 +113,8 @@ std::string gathered_parameters_explanation(const std::string& holder, int64_t h
          " are about the whole model's parameters (" + format_bytes(full_parameter_bytes) +
          "): the loop keeps gathered full parameters alive between steps, so every rank holds "
          "the unpartitioned model. Fix: keep what you need from them (norms, values) and drop "
-         "the tensors before the GatheredParameters context ends (or, on FSDP2, drop what "
-         "full_tensor() returned)";
+         "the tensors before the GatheredParameters context ends (or those full_tensor() "
+         "returned)";
 }
 
 // A worker engine (DeepSpeed, FSDP2) measures no model states, but its census counts every CPU
