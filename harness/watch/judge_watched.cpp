@@ -437,8 +437,8 @@ void judge_memory_of(const RankRecording& rank, WatchJudgement& judgement) {
 // A bfloat16 window beyond its twin that no fault explains, nearer the golden than every fault
 // tested and within the rounding a bfloat16 sum of its micro-steps allows (hypothesis_match),
 // where DeepSpeed summed the micro-steps in bfloat16: the extra error is that running
-// sum's rounding (the scenario judge's rule, judge_training.cpp). Sets `kind` and returns the
-// explanation; returns "" and leaves `kind` alone otherwise.
+// sum's rounding (the scenario judge's rule, setting_mismatch_diagnosis.cpp). Sets `kind` and
+// returns the explanation; returns "" and leaves `kind` alone otherwise.
 std::string low_precision_accumulation(const RankRecording& rank,
                                        const WatchedWindowJudgement& window,
                                        double hypothesis_match,

@@ -1,7 +1,8 @@
 // What `trainrepro watch` recorded of the user's own script, rank by rank
-// (python/trainrepro_watch/trainrepro_watch.py writes rank<R>.json and rank<R>.safetensors into
-// the watch folder). Read strictly: a missing key, a wrong type or a tensor of another shape than
-// its parameter's is a WatchRecordingError naming the file and the JSON pointer, never a guess.
+// (python/trainrepro_watch/trainrepro_watch_output.py writes rank<R>.json and rank<R>.safetensors
+// into the watch folder). Read strictly: a missing key, a wrong type or a tensor of another shape
+// than its parameter's is a WatchRecordingError naming the file and the JSON pointer, never a
+// guess.
 #pragma once
 #include <cmath>
 #include <cstdint>

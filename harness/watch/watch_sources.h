@@ -1,5 +1,5 @@
-// The watch module compiled in (python/trainrepro_watch: sitecustomize.py, trainrepro_watch.py;
-// python/trainrepro_worker/memory_census.py),
+// The watch module compiled in (python/trainrepro_watch: sitecustomize.py, trainrepro_watch.py
+// and its trainrepro_watch_*.py parts; python/trainrepro_worker/memory_census.py),
 // written into the watched command's private folder, so the binary needs no checkout beside it.
 #pragma once
 #include <vector>

@@ -10,6 +10,10 @@ an entry isolates one of them and its description says so. Re-run after changing
 import copy
 import json
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -58,7 +62,7 @@ def scenario(name, description, ref, expect, *, model, data, deepspeed, golden, 
 
 def pair(bug, fixed):
     for body in (bug, fixed):
-        (HERE / f"{body['name']}.json").write_text(json.dumps(body, indent=2) + "\n")
+        scenario_file.write_body(HERE, body)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,7 +439,7 @@ def release_scenario(name, description, ref, *, reproduces_on, passes_on, reprod
     body["tags"] = [t for t in body["tags"] if t != "fixed-twin"]
     body["deepspeed_releases"] = {"reproduces_on": reproduces_on, "passes_on": passes_on,
                                   "reproduced_as": reproduced_as}
-    (HERE / f"{body['name']}.json").write_text(json.dumps(body, indent=2) + "\n")
+    scenario_file.write_body(HERE, body)
 
 
 FAILED = {"outcome": "failed"}

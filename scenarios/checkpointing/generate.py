@@ -5,8 +5,12 @@ is computed without checkpointing) and lower the training's peak memory; a reent
 of a block whose input is the data reproduces the classic misuse (that block never trains), with
 its non-reentrant twin. Re-run after changing them, then
 `build/trainrepro golden --update scenarios/checkpointing`."""
-import json
+import functools
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 MLP = {"name": "mlp", "options": {"dims": [12, 24, 24, 3], "activation": "gelu"}, "seed": 31}
@@ -25,24 +29,8 @@ DS_SECTION = {"partition_activations": False, "contiguous_memory_optimization": 
               "synchronize_checkpoint_boundary": False, "profile": False}
 
 
-def write(name, description, expect, *, deepspeed, golden, model=MLP, data=MLP_DATA, world=1,
-          loop=None, dtype="float64", tags=()):
-    body = {
-        "name": name,
-        "description": description,
-        "tags": ["checkpointing", "reproduction" if expect.get("outcome") != "pass" else
-                 "regression-test", *tags] + (["multi-rank"] if world > 1 else []),
-        "model": model,
-        "data": data,
-        "deepspeed": deepspeed,
-        "world_size": world,
-        "dtype": dtype,
-    }
-    if loop:
-        body["loop"] = loop
-    body["golden"] = golden
-    body["expect"] = expect
-    (HERE / f"{name}.json").write_text(json.dumps(body, indent=2) + "\n")
+write = functools.partial(scenario_file.write, HERE, "checkpointing", model=MLP, data=MLP_DATA,
+                          dtype="float64")
 
 
 PASS = {"outcome": "pass"}

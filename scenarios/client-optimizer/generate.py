@@ -15,6 +15,9 @@ import pathlib
 import subprocess
 import sys
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 CORPUS = ROOT / "tests" / "ds-config-corpus" / "configs"
@@ -62,7 +65,7 @@ def main():
         body["description"] = description
         body["tags"] = tags + ["client-optimizer", "public-config"]
         body["expect"] = expect
-        path.write_text(json.dumps(body, indent=2) + "\n")
+        scenario_file.write_body(HERE, body)
 
 
 if __name__ == "__main__":

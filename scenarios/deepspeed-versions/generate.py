@@ -4,8 +4,11 @@ DeepSpeed releases the harness knows (0.16.9 and 0.19.8; harness/scenario/deepsp
 each shown under the release that has it and, where it makes sense, its twin under the other.
 Re-run after changing them, then `build/trainrepro golden --update scenarios/deepspeed-versions`."""
 import copy
-import json
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 BASE = {
@@ -215,7 +218,7 @@ def main():
     for old in HERE.glob("*.json"):
         old.unlink()
     for body in SCENARIOS:
-        (HERE / (body["name"] + ".json")).write_text(json.dumps(body, indent=2) + "\n")
+        scenario_file.write_body(HERE, body)
 
 
 if __name__ == "__main__":

@@ -26,8 +26,11 @@ Each expectation is derived from DeepSpeed 0.19.8 (line numbers in its installed
       (WarmupDecayLR's gamma), 560-578 and 679-696 (OneCycle writes (momentum, 0.99) into betas).
 Re-run after changing them, then `build/trainrepro golden --update scenarios/engine-varieties`."""
 import copy
-import json
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 # The sizes of scenarios/varieties: one DeepSpeed run takes seconds.
@@ -47,8 +50,7 @@ def scenario(name, description, expect, *, model=MLP, data=MLP_DATA, deepspeed, 
     body = {
         "name": name,
         "description": description,
-        "tags": ["engine-varieties", "reproduction" if expect.get("outcome") != "pass" else
-                 "regression-test", *tags] + (["multi-rank"] if world > 1 else []),
+        "tags": scenario_file.outcome_tags("engine-varieties", expect, world, tags),
         "model": model,
         "data": data,
         "deepspeed": {**deepspeed, "optimizer": deepspeed.get("optimizer", ADAMW)},
@@ -309,7 +311,7 @@ def main():
     names = [b["name"] for b in written]
     assert len(names) == len(set(names)), "duplicate scenario names"
     for body in written:
-        (HERE / (body["name"] + ".json")).write_text(json.dumps(body, indent=2) + "\n")
+        scenario_file.write_body(HERE, body)
     print(f"{len(written)} scenarios")
 
 

@@ -6,8 +6,12 @@ partitions, stage 3 partitions and gathers them too. With frozen embeddings, a r
 checkpoint of every GPT block reproduces the classic PEFT misuse (no block trains), with its
 non-reentrant twin. Re-run after changing them, then
 `build/trainrepro golden --update scenarios/frozen`."""
-import json
+import functools
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 MLP = {"name": "mlp", "options": {"dims": [10, 20, 20, 4], "activation": "tanh"}, "seed": 41}
@@ -27,24 +31,7 @@ def frozen(model, names):
     return {**model, "frozen": names}
 
 
-def write(name, description, expect, *, deepspeed, golden, model, data, world=1, loop=None,
-          dtype="float64"):
-    body = {
-        "name": name,
-        "description": description,
-        "tags": ["frozen", "reproduction" if expect.get("outcome") != "pass" else
-                 "regression-test"] + (["multi-rank"] if world > 1 else []),
-        "model": model,
-        "data": data,
-        "deepspeed": deepspeed,
-        "world_size": world,
-        "dtype": dtype,
-    }
-    if loop:
-        body["loop"] = loop
-    body["golden"] = golden
-    body["expect"] = expect
-    (HERE / f"{name}.json").write_text(json.dumps(body, indent=2) + "\n")
+write = functools.partial(scenario_file.write, HERE, "frozen", dtype="float64")
 
 
 def config(train_batch_size, micro, stage, **rest):

@@ -5,8 +5,11 @@ get_optimizer_grouped_parameters do (no weight decay for biases and LayerNorm), 
 optimizer. Each group's weight_decay overrides the optimizer's; ZeRO 1-2 flatten and partition
 each group on its own, stage 3 keeps one flat buffer per group. Re-run after changing them, then
 `build/trainrepro golden --update scenarios/parameter-groups`."""
-import json
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 MLP = {"name": "mlp", "options": {"dims": [10, 20, 20, 4], "activation": "tanh"}, "seed": 51}
@@ -23,25 +26,9 @@ NO_DECAY = [{}, {"names_containing": ["bias", "ln"], "weight_decay": 0.0}]
 PASS = {"outcome": "pass"}
 
 
-def write(name, description, *, deepspeed, golden, model, data, groups, world=1,
-          dtype="float64", client=None, expect=PASS):
-    body = {
-        "name": name,
-        "description": description,
-        "tags": ["parameter-groups", "regression-test" if expect == PASS else "reproduction"] +
-                (["multi-rank"] if world > 1 else []),
-        "model": model,
-        "data": data,
-        "deepspeed": deepspeed,
-        "parameter_groups": groups,
-        "world_size": world,
-        "dtype": dtype,
-    }
-    if client:
-        body["client_optimizer"] = client
-    body["golden"] = golden
-    body["expect"] = expect
-    (HERE / f"{name}.json").write_text(json.dumps(body, indent=2) + "\n")
+def write(name, description, *, groups, client=None, expect=PASS, dtype="float64", **fields):
+    scenario_file.write(HERE, "parameter-groups", name, description, expect,
+                        parameter_groups=groups, client_optimizer=client, dtype=dtype, **fields)
 
 
 def config(train_batch_size, micro, stage, optimizer=ADAMW, **rest):

@@ -4,8 +4,12 @@ overflow skips, master weights, gradient accumulation dtype), judged against the
 through the precision twin (see harness/scenario/precision_config.h). Each reproduction has a
 twin that passes. Re-run after changing them, then
 `build/trainrepro golden --update scenarios/precision`."""
-import json
+import functools
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 MLP = {"name": "mlp", "options": {"dims": [16, 32, 4], "activation": "tanh"}, "seed": 11}
@@ -30,25 +34,7 @@ CALIBRATED_STEPS = {"zero1-power-32": 15 + 4, "stage0-unit-test": 8, "zero2-2ran
 DIVERGING_LR = 5.0
 
 
-def write(name, description, expect, *, deepspeed, golden, model=MLP, data=MLP_DATA, world=1,
-          version=None, loop=None, tags=()):
-    body = {
-        "name": name,
-        "description": description,
-        "tags": ["precision", "reproduction" if expect.get("outcome") != "pass" else
-                 "regression-test", *tags] + (["multi-rank"] if world > 1 else []),
-        "model": model,
-        "data": data,
-        "deepspeed": deepspeed,
-    }
-    if version:
-        body["deepspeed_version"] = version
-    body["world_size"] = world
-    if loop:
-        body["loop"] = loop
-    body["golden"] = golden
-    body["expect"] = expect
-    (HERE / f"{name}.json").write_text(json.dumps(body, indent=2) + "\n")
+write = functools.partial(scenario_file.write, HERE, "precision", model=MLP, data=MLP_DATA)
 
 
 def batch(train, micro, **rest):

@@ -16,11 +16,15 @@ then `build/trainrepro golden --update scenarios/user-models`. The model files a
 and kept (TorchScript archives are not byte-reproducible, and each golden is keyed by its file's
 digest); pass --models to write them again."""
 import argparse
-import json
+import functools
 import pathlib
+import sys
 
 import torch
 from safetensors.torch import save_file
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 FEATURES, CLASSES, HIDDEN = 10, 5, 24
@@ -95,24 +99,8 @@ def diagnosis(name):
     return {"outcome": "diagnosis", "diagnosis": name}
 
 
-def write(name, description, expect, *, deepspeed, golden, model=CLASSIFIER,
-          data=CLASSIFIER_DATA, world=1, loop=None, dtype="float32"):
-    body = {
-        "name": name,
-        "description": description,
-        "tags": ["user-models", "reproduction" if expect != PASS else "regression-test"]
-        + (["multi-rank"] if world > 1 else []),
-        "model": model,
-        "data": data,
-        "deepspeed": deepspeed,
-        "world_size": world,
-        "dtype": dtype,
-    }
-    if loop:
-        body["loop"] = loop
-    body["golden"] = golden
-    body["expect"] = expect
-    (HERE / f"{name}.json").write_text(json.dumps(body, indent=2) + "\n")
+write = functools.partial(scenario_file.write, HERE, "user-models", model=CLASSIFIER,
+                          data=CLASSIFIER_DATA, dtype="float32")
 
 
 def write_scenarios():

@@ -4,8 +4,11 @@ runs, float64 ZeRO, uneven token lengths, periodic leaks, divergence), each bug 
 twin. They exist to catch verdicts that hold only for the shapes the suite was written with.
 Re-run after changing them, then `build/trainrepro golden --update scenarios/varieties`."""
 import copy
-import json
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 MLP = {"name": "mlp", "options": {"dims": [10, 20, 3], "activation": "tanh"}, "seed": 51}
@@ -24,8 +27,7 @@ def scenario(name, description, expect, *, model=MLP, data=MLP_DATA, deepspeed, 
     body = {
         "name": name,
         "description": description,
-        "tags": ["varieties", "reproduction" if expect.get("outcome") != "pass" else
-                 "regression-test", *tags] + (["multi-rank"] if world > 1 else []),
+        "tags": scenario_file.outcome_tags("varieties", expect, world, tags),
         "model": model,
         "data": data,
         "deepspeed": {**deepspeed, "optimizer": deepspeed.get("optimizer", ADAMW)},
@@ -234,7 +236,7 @@ def main():
     names = [b["name"] for b in bodies]
     assert len(names) == len(set(names)), "duplicate scenario names"
     for body in bodies:
-        (HERE / (body["name"] + ".json")).write_text(json.dumps(body, indent=2) + "\n")
+        scenario_file.write_body(HERE, body)
     print(f"{len(bodies)} scenarios")
 
 

@@ -6,8 +6,11 @@ decoder on variable-length token sequences at stages 1-3 on 4 ranks, tagged `nig
 from scripts/test; run them with `TRAINREPRO_NIGHTLY=1 scripts/test -L zero-matrix` or
 `scripts/run`). Re-run after changing the matrix, then `build/trainrepro golden --update
 scenarios/zero`."""
-import json
 import pathlib
+import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
+import scenario_file  # noqa: E402  (scenarios/scenario_file.py: one writer for every folder)
 
 HERE = pathlib.Path(__file__).resolve().parent
 TRAIN_BATCH = 32
@@ -83,11 +86,10 @@ def main():
             for gas in (1, 4):
                 for opt in OPTIMIZERS:
                     body = scenario(stage, world, gas, opt)
-                    path = HERE / (body["name"] + ".json")
-                    path.write_text(json.dumps(body, indent=2) + "\n")
+                    scenario_file.write_body(HERE, body)
     for stage in (1, 2, 3):
         body = scenario(stage, 4, 2, "adamw", gpt=True)
-        (HERE / (body["name"] + ".json")).write_text(json.dumps(body, indent=2) + "\n")
+        scenario_file.write_body(HERE, body)
 
 
 if __name__ == "__main__":

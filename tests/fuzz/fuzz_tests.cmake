@@ -46,6 +46,11 @@ set(config_input_sources
     ${PROJECT_SOURCE_DIR}/harness/json/scenario_error.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/json_document.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_config.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_optimizer_config.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_scheduler_config.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_zero_config.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_precision_config.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_schema_check.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/pydantic_error.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/lr_schedule.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/deepspeed_release.cpp
@@ -65,6 +70,7 @@ set(safetensors_sources
 # A user's own model and samples are files the loader reads with LibTorch, hence TORCH.
 set(scenario_loader_sources
     ${PROJECT_SOURCE_DIR}/harness/scenario/load_scenario.cpp
+    ${PROJECT_SOURCE_DIR}/harness/scenario/memory_judging_steps.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/hf_trainer_release.cpp
     ${PROJECT_SOURCE_DIR}/harness/scenario/client_optimizer.cpp
