@@ -22,8 +22,8 @@ def outcome_tags(theme, expect, world, tags=()):
 
 
 def write(folder, theme, name, description, expect, *, model, data, deepspeed, golden, world=1,
-          dtype=None, loop=None, version=None, parameter_groups=None, client_optimizer=None,
-          tags=()):
+          dtype=None, loop=None, memory=None, version=None, parameter_groups=None,
+          client_optimizer=None, tags=()):
     """Writes one scenario of a themed folder; a field left None (loop, version and
     client_optimizer also when empty) is left out of the file."""
     body = {
@@ -36,7 +36,8 @@ def write(folder, theme, name, description, expect, *, model, data, deepspeed, g
     }
     optional = (("deepspeed_version", version or None), ("parameter_groups", parameter_groups),
                 ("world_size", world), ("dtype", dtype),
-                ("client_optimizer", client_optimizer or None), ("loop", loop or None))
+                ("client_optimizer", client_optimizer or None), ("loop", loop or None),
+                ("memory", memory))
     body.update((key, value) for key, value in optional if value is not None)
     body["golden"] = golden
     body["expect"] = expect

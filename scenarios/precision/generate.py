@@ -217,6 +217,9 @@ write("fp16-zero1-loss-scale-at-minimum",
       "already at minimum' and the run ends.",
       diagnosis("loss_scale_at_minimum"), model=REGRESSION, data=HUGE_TARGETS,
       deepspeed=batch(8, 4, fp16={"enabled": True}, zero_optimization={"stage": 1}),
+      memory={"judge": False,
+              "reason": "the run ends when DeepSpeed raises at the minimum loss scale, before "
+                        "a memory verdict's warm-up and two windows"},
       golden={"train_batch_size": 8, "steps": 25})
 write("bf16-accumulation-gas512",
       "512 micro-batches of one sample accumulated in bf16 (DeepSpeed 0.19.8's default without "
