@@ -37,14 +37,12 @@ std::string ratio_text(double ratio) {
 
 // "ZeRO stage 2, 2 rank(s): model states 9.1 KiB, expected 9.1 KiB (1.000x); collectives …".
 std::string zero_line(const ZeroJudgement& zero) {
-  std::string line = "ZeRO stage " + std::to_string(zero.zero_stage) + ", " +
-                     std::to_string(zero.world_size) + " rank(s): model states " +
-                     format_bytes(zero.measured.total()) + ", expected " +
-                     format_bytes(zero.expected.total()) + " (" +
-                     ratio_text(zero.model_states_ratio) + "); collectives (ring model) " +
-                     format_bytes(zero.ring_bytes_per_step) + "/step, expected " +
-                     format_bytes(zero.expected_ring_bytes_per_step) + " (" +
-                     ratio_text(zero.traffic_ratio) + ")";
+  std::string line =
+      "ZeRO stage " + std::to_string(zero.zero_stage) + ", " + std::to_string(zero.world_size) +
+      " rank(s): model states " + format_bytes(zero.measured.total()) + ", expected " +
+      format_bytes(zero.expected.total()) + " (" + ratio_text(zero.model_states_ratio) +
+      "); collectives (ring model) " + format_bytes(zero.ring_bytes_per_step) + "/step, expected " +
+      format_bytes(zero.expected_ring_bytes_per_step) + " (" + ratio_text(zero.traffic_ratio) + ")";
   if (!zero.not_judged_reason.empty()) {
     line += "; not judged against the formulas: " + zero.not_judged_reason;
   } else if (!zero.traffic_judged) {
@@ -77,7 +75,8 @@ std::string calibration_cost(const ScenarioResult& result) {
 }
 
 // "memory judged in 300 of 307 scenarios that trained (5 opted out, 2 not judged: their
-// lines say why)": `passed` alone cannot say whether memory was judged.
+// lines say why)": `passed` alone cannot say whether memory was judged. A kind there is none
+// of is left out: "(1 opted out: its line says why)".
 std::string memory_summary(const std::vector<ScenarioResult>& results) {
   int trained = 0, judged = 0, opted_out = 0;
   for (const ScenarioResult& result : results) {
@@ -91,9 +90,14 @@ std::string memory_summary(const std::vector<ScenarioResult>& results) {
                      std::to_string(trained) + " scenario" + (trained == 1 ? "" : "s") +
                      " that trained";
   const int short_runs = trained - judged - opted_out;
-  if (opted_out > 0 || short_runs > 0) {
-    line += " (" + std::to_string(opted_out) + " opted out, " + std::to_string(short_runs) +
-            " not judged: their lines say why)";
+  std::string unjudged;  // only the kinds there are: "1 opted out", "2 not judged", or both
+  if (opted_out > 0) unjudged = std::to_string(opted_out) + " opted out";
+  if (short_runs > 0) {
+    unjudged += (unjudged.empty() ? "" : ", ") + std::to_string(short_runs) + " not judged";
+  }
+  if (!unjudged.empty()) {
+    line += " (" + unjudged + ": " +
+            (opted_out + short_runs == 1 ? "its line says" : "their lines say") + " why)";
   }
   return line + "\n";
 }
@@ -104,8 +108,7 @@ void ConsoleReporter::report_scenario(const ScenarioResult& result) {
   const Verdict& verdict = result.verdict;
   const std::string label = result.name.empty() ? "(not loaded)" : result.name;
   out_ << padded(outcome_name(verdict.outcome), 15) << padded(label, 40) << " "
-       << printable(result.file)
-       << " (" << format_seconds(result.seconds)
+       << printable(result.file) << " (" << format_seconds(result.seconds)
        << (result.deepspeed_version.empty() ? "" : ", DeepSpeed " + result.deepspeed_version)
        << (result.engine == kReferenceEngine ? "" : ", engine " + result.engine)
        << calibration_cost(result) << memory_not_judged(result) << ")\n";

@@ -144,7 +144,13 @@ Diagnosis diagnose_skipped_steps(const Trace& trace, const Plan& plan, const Ski
 // run's weights (its first applied update is the same update at the same weights): DeepSpeed's
 // scaler is stepped on "overflow" while the scaled gradient's largest element is beyond fp16's
 // 65504. A floor: an activation's gradient can overflow before any parameter's does.
-int64_t windows_to_settle(const Plan& plan, const Trace& trace, const Golden& golden) {
+int64_t windows_to_settle(const Plan& plan, const Trace& trace, const Golden& golden,
+                          int64_t compared) {
+  // The loop ran on past the compared steps (the steps a memory verdict needs): the first
+  // update it applied there is the answer, not a prediction.
+  for (size_t s = static_cast<size_t>(compared); s < trace.steps.size(); ++s) {
+    if (!trace.steps[s].skipped) return static_cast<int64_t>(s) - compared;
+  }
   double largest = 0.0;
   for (const at::Tensor& gradient : golden.steps.front().gradients) {
     if (gradient.defined() && gradient.numel()) {
@@ -154,15 +160,17 @@ int64_t windows_to_settle(const Plan& plan, const Trace& trace, const Golden& go
   constexpr double kFp16Max = 65504.0;
   const int64_t hysteresis =
       plan.mixed.scaler == LossScalerKind::zero_dynamic ? plan.mixed.fp16.hysteresis : 1;
+  // Every window the trace ran overflowed; the last at `scale`: it halves (or spends
+  // hysteresis) at least once more.
   double scale = trace.steps.back().loss_scale;
-  int64_t windows = 0;
-  // The last window overflowed at `scale`: it halves (or spends hysteresis) at least once more.
-  while (scale > plan.mixed.fp16.min_loss_scale && windows < 4096 &&
-         (windows == 0 || scale * largest >= kFp16Max)) {
-    windows += hysteresis;
+  int64_t windows = static_cast<int64_t>(trace.steps.size()) - compared;
+  int64_t predicted = 0;
+  while (scale > plan.mixed.fp16.min_loss_scale && predicted < 4096 &&
+         (predicted == 0 || scale * largest >= kFp16Max)) {
+    predicted += hysteresis;
     scale /= 2.0;
   }
-  return windows;
+  return windows + predicted;
 }
 
 }  // namespace trainrepro::training_findings

@@ -170,13 +170,13 @@ bool judge_interrupted_run(const Scenario& scenario, const Plan& plan, const Tra
   }
   if (compared > 0 && skips.applied_steps == 0) {
     // Every compared window went to calibration: nothing the run applied can be judged.
-    const int64_t more = training_findings::windows_to_settle(plan, trace, golden);
+    const int64_t more = training_findings::windows_to_settle(plan, trace, golden, compared);
     judgement.not_judged =
         "not judged: all " + std::to_string(compared) +
         " compared optimizer steps were "
         "skipped while DeepSpeed's dynamic loss scale came down from initial_scale_power=" +
         std::to_string(plan.mixed.fp16.initial_scale_power) + " (last tried " +
-        loss_scale_text(trace.steps.back().loss_scale) +
+        loss_scale_text(trace.steps[static_cast<size_t>(compared) - 1].loss_scale) +
         "), so no update was applied to compare; about " + std::to_string(more) + " more window" +
         (more == 1 ? "" : "s") +
         " are needed before the first update: set "

@@ -40,11 +40,14 @@ Diagnosis diagnose_stopped_run(const Trace& trace, const Plan& plan);
 // discards a whole accumulation window. Calibration skips before it are counted apart.
 Diagnosis diagnose_skipped_steps(const Trace& trace, const Plan& plan, const SkipReading& skips);
 
-// How many more windows the dynamic scale needs, from the gradients the golden computed at the
-// run's weights (its first applied update is the same update at the same weights): DeepSpeed's
-// scaler is stepped on "overflow" while the scaled gradient's largest element is beyond fp16's
-// 65504. A floor: an activation's gradient can overflow before any parameter's does.
-int64_t windows_to_settle(const Plan& plan, const Trace& trace, const Golden& golden);
+// How many windows after the `compared` ones the dynamic scale needs before its first update:
+// read from the trace when the loop ran on and applied one (the steps a memory verdict needs);
+// else predicted from the gradients the golden computed at the run's weights (its first applied
+// update is the same update at the same weights): DeepSpeed's scaler is stepped on "overflow"
+// while the scaled gradient's largest element is beyond fp16's 65504. A floor: an activation's
+// gradient can overflow before any parameter's does.
+int64_t windows_to_settle(const Plan& plan, const Trace& trace, const Golden& golden,
+                          int64_t compared);
 
 // setting_mismatch_diagnosis.cpp
 // No fault hypothesis explains a mixed-precision mismatch. When the run is nearer the golden

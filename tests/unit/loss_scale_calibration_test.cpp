@@ -55,8 +55,8 @@ TEST(ReadSkips, HysteresisRepeatsAScaleThatNeverApplied) {
 TEST(ReadSkips, LaterWindowsTakingTheScaleLowerAreCalibrationUntilItSettles) {
   // A window with larger gradients overflows at a level earlier windows applied at: within
   // loss_scale_window clean windows the scale has not settled.
-  const Trace trace = trace_of({{true, 256}, {false, 128}, {false, 128}, {true, 128},
-                                {false, 64}, {true, 64}, {false, 32}});
+  const Trace trace = trace_of(
+      {{true, 256}, {false, 128}, {false, 128}, {true, 128}, {false, 64}, {true, 64}, {false, 32}});
   const SkipReading reading = read_skips(dynamic_fp16_plan(3), trace, 7);
   EXPECT_FALSE(reading.first_failure);
   EXPECT_EQ(reading.calibration_skips, 3);
@@ -72,8 +72,8 @@ TEST(ReadSkips, ADoubledScaleThatOverflowsIsAProbe) {
 }
 
 TEST(ReadSkips, AnOverflowAtASettledScaleIsNotCalibration) {
-  const Trace trace = trace_of({{true, 256}, {false, 128}, {false, 128}, {true, 256},
-                                {false, 128}, {true, 128}});
+  const Trace trace =
+      trace_of({{true, 256}, {false, 128}, {false, 128}, {true, 256}, {false, 128}, {true, 128}});
   const SkipReading reading = read_skips(dynamic_fp16_plan(2), trace, 6);
   ASSERT_TRUE(reading.first_failure);
   EXPECT_EQ(reading.first_failure->step, 5);
@@ -165,6 +165,27 @@ TEST_F(Calibration, ARunTooShortToApplyAnUpdateIsNotJudged) {
       << result.verdict.found;
   EXPECT_NE(result.verdict.found.find("golden.steps (and loop.steps) to at least"),
             std::string::npos);
+}
+
+// The advice works: a rerun at the golden.steps it names compares an applied update, whether
+// the loop ran on past the compared steps (memory judged: the first update is read from the
+// trace) or stopped there (memory opted out: it is predicted from the golden's gradients).
+TEST_F(Calibration, TheStepsATooShortRunAsksForCompareAnAppliedUpdate) {
+  for (const bool judge_memory : {true, false}) {
+    nlohmann::json json = fp16_scenario(32, 3);
+    if (!judge_memory) json["memory"] = {{"judge", false}, {"reason", "the test's loop stops"}};
+    const ScenarioResult short_run = run(json);
+    const std::string advice = "golden.steps (and loop.steps) to at least ";
+    const size_t at = short_run.verdict.found.find(advice);
+    ASSERT_NE(at, std::string::npos) << short_run.verdict.found;
+    json["golden"]["steps"] = std::stoll(short_run.verdict.found.substr(at + advice.size()));
+    const ScenarioResult rerun = run(json);
+    ASSERT_EQ(rerun.verdict.outcome, Outcome::passed)
+        << "memory judged: " << judge_memory << ", " << json["golden"]["steps"]
+        << " steps: " << rerun.verdict.found;
+    ASSERT_TRUE(rerun.training);
+    EXPECT_GE(rerun.training->applied_steps, 1);
+  }
 }
 
 }  // namespace
