@@ -8,7 +8,7 @@
 namespace trainrepro {
 namespace {
 
-std::string format(const char* pattern, double value) {
+std::string number_text(const char* pattern, double value) {
   char text[256];
   std::snprintf(text, sizeof text, pattern, value);
   return text;
@@ -16,7 +16,7 @@ std::string format(const char* pattern, double value) {
 
 // " (norm ratio 0.25)" where the judge measured it.
 std::string norm_ratio_said(const DiagnosisFacts& facts) {
-  return facts.norm_ratio ? " (norm ratio " + format("%.4g", *facts.norm_ratio) + ")" : "";
+  return facts.norm_ratio ? " (norm ratio " + number_text("%.4g", *facts.norm_ratio) + ")" : "";
 }
 
 // loss_not_scaled has three causes a watch can tell apart; a scenario's is loss.backward().
@@ -249,7 +249,7 @@ std::string explain_kind(DiagnosisKind kind, const DiagnosisFacts& facts) {
              ". Fix: remove \"managed_gradient_accumulation\": false, or call engine.step() "
              "only at the boundaries you manage yourself";
     case DiagnosisKind::clipped_before_unscaling: {
-      const std::string max_norm = format("%g", facts.clip_grad_norm);
+      const std::string max_norm = number_text("%g", facts.clip_grad_norm);
       return "the loop called torch.nn.utils.clip_grad_norm_(model.parameters(), " + max_norm +
              ") before engine.step(): the gradients it saw were still multiplied by the fp16 "
              "loss scale, so it cut them to norm " +
@@ -350,11 +350,11 @@ std::string explain_unexplained_mismatch(int64_t step, const std::vector<Hypothe
   for (const HypothesisResult& result : tested) {
     names += (names.empty() ? "" : ", ") +
              std::string(spelling_of(result.kind, diagnosis_spellings())) +
-             format(" (relative error %.2g)", result.relative_error);
+             number_text(" (relative error %.2g)", result.relative_error);
   }
   const std::string measured = norm_ratio && cosine
-                                   ? " (norm ratio " + format("%.4g", *norm_ratio) + ", cosine " +
-                                         format("%.6f", *cosine) + ")"
+                                   ? " (norm ratio " + number_text("%.4g", *norm_ratio) +
+                                         ", cosine " + number_text("%.6f", *cosine) + ")"
                                    : std::string();
   return "gradients differ from the golden at step " + std::to_string(step) + measured +
          " and no known cause explains it; tested: " + (names.empty() ? "none applicable" : names);
@@ -368,10 +368,10 @@ std::string explain_low_precision_accumulation(double error, double twin_error, 
           ? "DeepSpeed " + deepspeed_version + " refuses it at ZeRO stage 0: use stage 1 or 2"
       : zero_stage == 1 ? std::string("at ZeRO stage 1 DeepSpeed then uses BF16_Optimizer")
                         : std::string("DeepSpeed then keeps float32 gradients");
-  return "gradients follow DeepSpeed's accumulation (relative error " + format("%.3g", error) +
+  return "gradients follow DeepSpeed's accumulation (relative error " + number_text("%.3g", error) +
          " against the golden, nearer than any fault tested) but carry " +
-         format("%.3g", twin_error > 0.0 ? error / twin_error : 0.0) + "x the " + dtype +
-         " precision twin's error (" + format("%.3g", twin_error) +
+         number_text("%.3g", twin_error > 0.0 ? error / twin_error : 0.0) + "x the " + dtype +
+         " precision twin's error (" + number_text("%.3g", twin_error) +
          "): " + std::to_string(micro_steps) + " micro-steps were summed in " + dtype +
          ", rounding the running sum at every micro-step. Fix: accumulate in float32 with "
          "\"data_types\": {\"grad_accum_dtype\": \"fp32\"} (" +
