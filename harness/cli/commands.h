@@ -77,6 +77,7 @@ struct WatchArgs {
   std::string junit_file;                 // empty: no JUnit XML
   std::string html_file;                  // empty: no HTML page
   std::string golden_dir = "golden";      // where the saved scenario's golden goes
+  RunProvenance provenance;               // written into the results and JUnit files
 };
 int run_watch(const WatchArgs& args);
 

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   commands.push_back(add_export(app));
   commands.push_back(add_run(app, argc, argv));
   commands.push_back(add_bisect(app));
-  commands.push_back(add_watch(app));
+  commands.push_back(add_watch(app, argc, argv));
   commands.push_back(add_report(app));
   commands.push_back(add_golden(app));
   CLI::App* perf = app.add_subcommand(

@@ -123,7 +123,7 @@ Subcommand add_bisect(CLI::App& app) {
   return {bisect, [parsed] { return run_bisect(parsed->bisect_args); }};
 }
 
-Subcommand add_watch(CLI::App& app) {
+Subcommand add_watch(CLI::App& app, int argc, char** argv) {
   struct Parsed {
     WatchArgs watch_args;
   };
@@ -149,9 +149,11 @@ Subcommand add_watch(CLI::App& app) {
                    "default: what DeepSpeed resolved from your config")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   watch->add_option("--results", watch_args.results_file,
-                    "write the verdict as JSON to FILE (atomically)");
+                    "write the verdict as a results file to FILE (atomically; `trainrepro "
+                    "report` reads it)");
   watch->add_option("--junit", watch_args.junit_file,
-                    "write the verdict as JUnit XML to FILE (atomically), one test case");
+                    "write the verdict as JUnit XML to FILE (atomically), one test case, as "
+                    "`run --junit` writes a scenario");
   watch->add_option("--html", watch_args.html_file,
                     "write the verdict as one self-contained HTML page to FILE (atomically)");
   watch
@@ -194,7 +196,10 @@ Subcommand add_watch(CLI::App& app) {
       "  2  bad usage: no command, a command that cannot be started\n"
       "  3  not judged: no DeepSpeed engine was created, the command failed or timed out before a\n"
       "     step was judged, the golden could not be computed (the reason is printed)\n");
-  return {watch, [parsed] { return run_watch(parsed->watch_args); }};
+  return {watch, [parsed, argc, argv] {
+            parsed->watch_args.provenance = current_run_provenance(argc, argv);
+            return run_watch(parsed->watch_args);
+          }};
 }
 
 Subcommand add_report(CLI::App& app) {

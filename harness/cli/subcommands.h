@@ -42,7 +42,7 @@ Subcommand add_golden(CLI::App& app);
 // run_subcommands.cpp: run and judge scenarios or a watched command, and report them.
 Subcommand add_run(CLI::App& app, int argc, char** argv);
 Subcommand add_bisect(CLI::App& app);
-Subcommand add_watch(CLI::App& app);
+Subcommand add_watch(CLI::App& app, int argc, char** argv);
 Subcommand add_report(CLI::App& app);
 Subcommand add_rank_run(CLI::App& app, int argc, char** argv);
 

@@ -11,8 +11,11 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/watch_save_scenario.h"
 #include "harness/files/atomic_write.h"
+#include "harness/report/junit_reporter.h"
+#include "harness/report/results_json.h"
 #include "harness/report/watch_page.h"
 #include "harness/report/watch_report.h"
+#include "harness/report/watched_result.h"
 #include "harness/verdict/verdict.h"
 #include "harness/watch/watch_launch.h"
 #include "harness/watch/watched_process_ends.h"
@@ -191,9 +194,15 @@ int run_watch(const WatchArgs& args) {
                    : report.ranks > 0 && report.problem.empty() ? "not-judged"
                                                                 : "error";
   std::cout << watch_console_text(report);
+  // The results file and JUnit are a scenario's (watched_result.h), so `trainrepro report` and a
+  // CI's test reporter read a watched run as they read a scenario run; the results file keeps
+  // what only a watch knows in its "watch" object.
+  const ScenarioResult result = scenario_result_of(report);
+  nlohmann::json results = result_to_json(result, args.provenance);
+  results["watch"] = watch_results_json(report);
   for (const auto& [file, content] :
-       {std::pair{args.results_file, watch_results_json(report).dump(2) + "\n"},
-        std::pair{args.junit_file, watch_junit_xml(report)},
+       {std::pair{args.results_file, results.dump(2) + "\n"},
+        std::pair{args.junit_file, junit_xml({result}, args.provenance, report.seconds)},
         std::pair{args.html_file, watch_html_page(report)}}) {
     if (file.empty()) continue;
     try {

@@ -3,7 +3,6 @@
 #include <cstdio>
 
 #include "harness/json/json_fields.h"
-#include "harness/report/junit_reporter.h"
 #include "harness/scenario/precision_config.h"
 
 namespace trainrepro {
@@ -126,7 +125,7 @@ nlohmann::json watch_results_json(const WatchReport& report) {
                                                 : nlohmann::json(window.self_check_ratio)}});
   }
   return {{"format", "trainrepro-watch-results"},
-          {"version", 1},
+          {"version", 2},
           {"command", report.command},
           {"outcome", report.outcome},
           {"exit_code", report.exit_code},
@@ -144,7 +143,7 @@ nlohmann::json watch_results_json(const WatchReport& report) {
           {"effective_batch", judged.effective_batch},
           {"intended_batch", judged.intended_batch},
           {"diagnosis", judged.found_something() ? nlohmann::json(diagnosis_name(judged.diagnosis))
-                                                  : nlohmann::json(nullptr)},
+                                                 : nlohmann::json(nullptr)},
           {"explanation", judged.explanation},
           {"findings", judged.findings},
           {"golden", judged.golden},
@@ -153,7 +152,8 @@ nlohmann::json watch_results_json(const WatchReport& report) {
           {"memory",
            {{"judged", judged.memory.judged},
             {"not_judged_reason", judged.memory.not_judged_reason},
-            {"diagnoses", [&] {
+            {"diagnoses",
+             [&] {
                nlohmann::json names = nlohmann::json::array();
                for (DiagnosisKind kind : judged.memory.diagnoses) {
                  names.push_back(spelling_of(kind, diagnosis_spellings()));
@@ -166,35 +166,6 @@ nlohmann::json watch_results_json(const WatchReport& report) {
             {"autograd_nodes_per_step", judged.memory.autograd_nodes.bytes_per_step},
             {"surviving", judged.memory.surviving}}},
           {"steps", windows}};
-}
-
-std::string watch_junit_xml(const WatchReport& report) {
-  std::string script = joined(report.command);
-  for (const std::string& word : report.command) {
-    if (word.size() > 3 && word.compare(word.size() - 3, 3, ".py") == 0) script = word;
-  }
-  const bool failed = report.outcome == "failed";
-  const bool error = report.outcome == "error" || report.outcome == "not-judged";
-  const std::string time = number("%.3f", report.seconds);
-  std::string xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n";
-  xml += "  <testsuite name=\"watch\" tests=\"1\" failures=\"" + std::to_string(failed) +
-         "\" errors=\"" + std::to_string(error) + "\" skipped=\"0\" time=\"" + time + "\">\n";
-  xml += "    <testcase classname=\"watch\" name=\"" + xml_escaped(script) + "\" time=\"" + time +
-         "\">\n";
-  const WatchJudgement& judged = report.judgement;
-  if (failed) {
-    xml += "      <failure message=\"" +
-           xml_escaped(std::string(diagnosis_name(judged.diagnosis)) + ": " + judged.explanation) +
-           "\" type=\"" + diagnosis_name(judged.diagnosis) + "\">" +
-           xml_text(judged.explanation) + "</failure>\n";
-  } else if (error) {
-    const std::string why = report.problem.empty() ? judged.not_judged_reason : report.problem;
-    xml += "      <error message=\"" + xml_escaped(why) + "\" type=\"" + report.outcome + "\">" +
-           xml_text(why) + "</error>\n";
-  }
-  xml += "      <system-out>" + xml_text(watch_console_text(report)) + "</system-out>\n";
-  xml += "    </testcase>\n  </testsuite>\n</testsuites>\n";
-  return xml;
 }
 
 }  // namespace trainrepro

@@ -1,5 +1,7 @@
-// What `trainrepro watch` reports of a watched script: the console lines and the results file,
-// both read from the same plain data (judge_watched.h).
+// What `trainrepro watch` reports of a watched script that the shared reporters do not (yet): the
+// console lines and the results file's "watch" object, both read from the same plain data
+// (judge_watched.h). The results file itself, JUnit and `trainrepro report` read the watched run
+// as a scenario's result (watched_result.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -32,12 +34,9 @@ std::string window_against_golden(const WatchedWindowJudgement& window);
 // "failed      watch: torchrun … train.py (4 optimizer steps …)" and the indented lines after it.
 std::string watch_console_text(const WatchReport& report);
 
-// The results file's JSON ("format": "trainrepro-watch-results", version 1).
+// The "watch" object of the results file ("format": "trainrepro-watch-results", version 2):
+// what only a watch knows (the command, not-judged and why, each step's norm ratio, cosine and
+// golden, the golden's self-check, the findings) beside the scenario result the file is.
 nlohmann::json watch_results_json(const WatchReport& report);
-
-// `watch --junit FILE`: one <testsuite name="watch"> with one <testcase> named after the
-// watched script; failed is a <failure> (the diagnosis), error and not-judged an <error>, with
-// the console text as its <system-out> (the same schema as `run --junit`).
-std::string watch_junit_xml(const WatchReport& report);
 
 }  // namespace trainrepro

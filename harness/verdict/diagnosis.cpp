@@ -11,8 +11,6 @@
 
 #include "harness/golden/gradient_arithmetic.h"
 #include "harness/loop/sample_assignment.h"
-#include "harness/scenario/hf_trainer_release.h"
-#include "harness/verdict/batch_fix.h"
 #include "models/sample_source.h"
 
 namespace trainrepro {
@@ -83,197 +81,25 @@ struct Hypothesis {
   std::string specifics;  // what this prediction found, for the explanation (names, figures)
 };
 
-std::string explain(DiagnosisKind kind, const Scenario& scenario, const Plan& plan, int64_t step,
-                    const std::string& specifics) {
-  const ResolvedBatch& batch = plan.batch;
+// What a scenario's run tells the wording table (diagnosis_wording.h): its config, its loop's
+// settings and the step diagnosed; a scenario's loop is known from its file, not watched.
+DiagnosisFacts facts_of(const Scenario& scenario, const Plan& plan, int64_t step,
+                        const std::string& specifics) {
+  DiagnosisFacts facts;
+  facts.step = step;
   // Micro-batches per optimizer step (the Trainer's window where it holds the boundary).
-  const int64_t window_steps = accumulation_window(plan);
-  const std::string gas = std::to_string(window_steps);
-  const std::string intended = std::to_string(scenario.golden.train_batch_size);
-  const std::string effective = std::to_string(effective_train_batch(plan));
-  switch (kind) {
-    case DiagnosisKind::no_accumulation: {
-      std::string why = batch.given.gradient_accumulation_steps
-                            ? "gradient_accumulation_steps is 1"
-                            : "gradient_accumulation_steps is not set, so DeepSpeed uses 1";
-      return "effective batch is " + effective + ", not " + intended + ": " + why +
-             " (train_micro_batch_size_per_gpu=" + std::to_string(batch.micro_batch_per_gpu) +
-             "); every optimizer step sees one micro-batch. " +
-             suggest_batch_fix(batch, scenario.golden.train_batch_size);
-    }
-    case DiagnosisKind::effective_batch_differs:
-      return "effective batch is " + effective + ", not " + intended +
-             ": the config resolves to train_micro_batch_size_per_gpu=" +
-             std::to_string(batch.micro_batch_per_gpu) + " x gradient_accumulation_steps=" + gas +
-             " x world_size=" + std::to_string(batch.world_size) + ". " +
-             suggest_batch_fix(batch, scenario.golden.train_batch_size) +
-             " (see trainrepro config resolve)";
-    case DiagnosisKind::loss_not_scaled:
-      return "gradients are " + gas +
-             "x the golden's: the micro-batch losses are summed, not "
-             "averaged (loss.backward() bypasses engine.backward's division by "
-             "gradient_accumulation_steps=" +
-             gas + "). Fix: call engine.backward(loss)";
-    case DiagnosisKind::loss_scaled_twice:
-      return "gradients are 1/" + gas +
-             " of the golden's: the loss is divided by "
-             "gradient_accumulation_steps twice, by the training loop and by engine.backward. "
-             "Fix: remove the loop's own division; engine.backward already scales";
-    case DiagnosisKind::zeroed_inside_window:
-      return "gradients are the last micro-batch's alone: they are zeroed inside the "
-             "accumulation window, so " +
-             std::to_string(window_steps - 1) + " of " + gas +
-             " micro-batches are lost. Fix: do not call zero_grad() between "
-             "micro-batches; the engine zeroes at the boundary";
-    case DiagnosisKind::never_zeroed:
-      return "step " + std::to_string(step) + "'s gradients are its own plus step " +
-             std::to_string(step - 1) +
-             "'s: gradients are never zeroed and accumulate across "
-             "optimizer steps. Fix: zero gradients after every optimizer step (engine.step() "
-             "does it)";
-    case DiagnosisKind::optimizer_every_micro_step:
-      return "the optimizer stepped after the first micro-batch: optimizer.step() is called "
-             "every micro-step, bypassing accumulation (" +
-             gas +
-             " optimizer steps per "
-             "intended one). Fix: call engine.step() after every backward and let the engine "
-             "step the optimizer at the boundary";
-    case DiagnosisKind::step_once_per_window:
-      return "the accumulation boundary came after " +
-             std::to_string(window_steps * window_steps) +
-             " micro-batches, not " + gas +
-             ": engine.step() is called once per window, but "
-             "DeepSpeed counts every step() call as a micro-step. Fix: call engine.step() after "
-             "every engine.backward()";
-    case DiagnosisKind::gradients_not_reduced: {
-      const std::string ranks = std::to_string(batch.world_size);
-      return "rank 0 stepped on its own gradient alone, not the average of the " + ranks +
-             " ranks': the boundary's backward ran inside engine.no_sync(), which skips "
-             "DeepSpeed's all-reduce, so each rank updates its replica from its own " +
-             std::to_string(batch.micro_batch_per_gpu * window_steps) + " of the " + effective +
-             " samples and the replicas drift apart. Fix: take the window's last backward out "
-             "of no_sync(); at ZeRO 0-1 DeepSpeed reduces only at the boundary anyway, so "
-             "no_sync() saves nothing: remove it";
-    }
-    case DiagnosisKind::gradient_sync_off_at_boundary:
-      return "the optimizer stepped on the window's first micro-batch alone: the loop turned "
-             "gradient sync on for the first backward of the window and off for the others "
-             "(model.set_requires_gradient_sync), so the engine reduce-scattered micro-batch 1 into "
-             "the sharded .grad the optimizer steps on and kept the window's other " +
-             (window_steps == 2 ? std::string("micro-batch's gradient")
-                                : std::to_string(window_steps - 1) + " micro-batches' gradients") +
-             " in its unsharded parameters, which reach the optimizer only with the next "
-             "window's first backward. Fix: sync the window's last backward: "
-             "model.set_requires_gradient_sync(micro_step % " + gas + " == " +
-             std::to_string(window_steps - 1) + ")";
-    case DiagnosisKind::gradients_never_synchronised:
-      return "the optimizer got no gradient at step " + std::to_string(step) +
-             ": gradient sync was off for every backward (model.set_requires_gradient_sync("
-             "False) never turned back on), so the engine kept the gradients in its unsharded "
-             "parameters and never reduce-scattered them into the sharded .grad the optimizer "
-             "steps on: no parameter was updated. Fix: "
-             "model.set_requires_gradient_sync(True) before the window's last backward";
-    case DiagnosisKind::trainer_boundary_ignored: {
-      const TrainerLoopSpec& trainer = *plan.trainer;
-      const std::string window = std::to_string(trainer.gradient_accumulation_steps);
-      return "the optimizer stepped after every " +
-             (gas == "1" ? std::string("micro-batch") : gas + " micro-batches") + " on 1/" +
-             window + " of the gradient: accelerate " + trainer.accelerate_version +
-             " calls engine.step() after every backward, so DeepSpeed's own "
-             "gradient_accumulation_steps=" + gas +
-             (scenario.deepspeed.verbatim.contains("gradient_accumulation_steps")
-                  ? ""
-                  : " (the config has no gradient_accumulation_steps key: accelerate inserted "
-                    "1)") +
-             " decides the boundary, while the Trainer counts windows of " + window +
-             " micro-batches and divides each micro-batch's loss by " + window +
-             " (a token loss by the tokens of the whole window; backward with "
-             "scale_wrt_gas=False). Effective batch " + effective + ", not " +
-             intended + ". Fixed in accelerate " + kAccelerateExplicitBoundarySince +
-             " (DeepSpeedEngineWrapper.backward passes the Trainer's boundary to "
-             "engine.set_gradient_accumulation_boundary): upgrade accelerate, or write "
-             "\"gradient_accumulation_steps\": \"auto\" in the config";
-    }
-    case DiagnosisKind::unmanaged_gradient_accumulation:
-      return "the optimizer stepped after the first micro-batch with 1/" + gas +
-             " of its gradient: \"managed_gradient_accumulation\": false makes every "
-             "engine.step() an accumulation boundary (DeepSpeed " +
-             plan.deepspeed_version +
-             "), while engine.backward still divides by gradient_accumulation_steps=" + gas +
-             ". Fix: remove \"managed_gradient_accumulation\": false, or call engine.step() "
-             "only at the boundaries you manage yourself";
-    case DiagnosisKind::clipped_before_unscaling: {
-      const std::string max_norm = format("%g", scenario.loop.clip_grad_norm);
-      return "the loop called torch.nn.utils.clip_grad_norm_(model.parameters(), " + max_norm +
-             ") before engine.step(): the gradients it saw were still multiplied by the fp16 "
-             "loss scale, so it cut them to norm " + max_norm +
-             " and DeepSpeed's unscaling then divided them by the scale again: step " +
-             std::to_string(step) +
-             " used a gradient a loss scale smaller than intended. Fix: remove the manual clip "
-             "and set \"gradient_clipping\": " + max_norm +
-             " in the DeepSpeed config, which clips after unscaling";
-    }
-    case DiagnosisKind::backward_in_evaluation:
-      return "step " + std::to_string(step) +
-             "'s gradients are its own plus the evaluation "
-             "loss's gradient: the evaluation before it called backward(), computing gradients "
-             "where none are needed and leaving them in .grad for the next training step. Fix: "
-             "evaluate under torch.no_grad() and never call backward() on an evaluation loss";
-    case DiagnosisKind::reentrant_checkpoint_without_input_grad: {
-      // Predicted at the config's batch: when that is not the intended one, say so as well.
-      std::string batch_too;
-      const int64_t effective_batch = effective_train_batch(plan);
-      if (effective_batch != scenario.golden.train_batch_size) {
-        const bool accumulation_missing =
-            window_steps == 1 && effective_batch < scenario.golden.train_batch_size;
-        batch_too = ". Besides: " + explain(accumulation_missing
-                                                ? DiagnosisKind::no_accumulation
-                                                : DiagnosisKind::effective_batch_differs,
-                                            scenario, plan, step, "");
-      }
-      return specifics +
-             " never get a gradient: the model runs each block inside a reentrant checkpoint "
-             "(deepspeed.checkpointing.checkpoint, or torch.utils.checkpoint with "
-             "use_reentrant=True), which is an autograd function of the block's inputs only. "
-             "The first block's input, " +
-             (scenario.model.frozen.empty()
-                  ? std::string("the data,")
-                  : std::string("the data or the output of the frozen layers (model.frozen),")) +
-             " does not require grad, so that checkpoint's "
-             "output has no autograd history, and neither has any checkpointed block fed from "
-             "it: backward never reaches them and their parameters never train, without an "
-             "error as long as a later layer still trains. Fix: "
-             "deepspeed.checkpointing.non_reentrant_checkpoint or torch.utils.checkpoint(..., "
-             "use_reentrant=False), or make the input require grad before the first checkpoint "
-             "(transformers: model.enable_input_require_grads())" + batch_too;
-    }
-    case DiagnosisKind::labels_counted_but_not_predicted:  // watch only: needs the model's labels
-    case DiagnosisKind::window_closed_early:  // watch only: a scenario's windows are all whole
-    case DiagnosisKind::scale_wrt_gas_ignored:         // watch only: a DeepSpeed bug, not a habit
-    case DiagnosisKind::per_rank_token_normalisation:  // watch only: needs each rank's tokens
-    case DiagnosisKind::training_diverged:  // judged from the trace's values, not a hypothesis
-    case DiagnosisKind::lr_scheduler_stepped_every_micro_step:
-    case DiagnosisKind::scheduler_start_rate_first_group_only:
-    case DiagnosisKind::lamb_trust_ratio_over_partition:
-    case DiagnosisKind::unscaled_by_grown_scale:
-    case DiagnosisKind::overflow_skipped_steps:
-    case DiagnosisKind::loss_scale_at_minimum:
-    case DiagnosisKind::low_precision_accumulation:
-    case DiagnosisKind::optimizer_stepped_at_initialization:
-    case DiagnosisKind::tensor_memory_leak:
-    case DiagnosisKind::host_memory_leak:
-    case DiagnosisKind::memory_over_budget:
-    case DiagnosisKind::gathered_parameters_kept:
-    case DiagnosisKind::model_states_differ_from_zero:
-    case DiagnosisKind::traffic_differs_from_zero:
-      return "";  // judged from memory and traffic, never from gradients
-    case DiagnosisKind::per_micro_batch_token_normalisation:
-      return "gradients equal the average of per-micro-batch token means: each micro-batch's "
-             "loss is divided by its own token count, which weighs tokens unequally when "
-             "sequence lengths vary. Fix: divide the summed token loss by the number of tokens "
-             "in the whole accumulated batch (num_items_in_batch)";
-  }
-  return "";
+  facts.window_steps = accumulation_window(plan);
+  facts.batch = plan.batch;
+  facts.effective_batch = effective_train_batch(plan);
+  facts.intended_batch = scenario.golden.train_batch_size;
+  facts.deepspeed_version = plan.deepspeed_version;
+  facts.lead = specifics;
+  facts.trainer = plan.trainer;
+  facts.config_sets_gradient_accumulation_steps =
+      scenario.deepspeed.verbatim.contains("gradient_accumulation_steps");
+  facts.model_has_frozen_layers = !scenario.model.frozen.empty();
+  facts.clip_grad_norm = scenario.loop.clip_grad_norm;
+  return facts;
 }
 
 // One accumulation window as every rank saw it: per rank and micro-step, the gradient of the
@@ -507,25 +333,6 @@ std::vector<Hypothesis> build_hypotheses(const Scenario& scenario, const Plan& p
 
 }  // namespace
 
-std::string explain_low_precision_accumulation(double error, double twin_error,
-                                               int64_t micro_steps, const std::string& dtype,
-                                               int64_t zero_stage,
-                                               const std::string& deepspeed_version) {
-  const std::string fix =
-      zero_stage == 0   ? "DeepSpeed " + deepspeed_version +
-                              " refuses it at ZeRO stage 0: use stage 1 or 2"
-      : zero_stage == 1 ? std::string("at ZeRO stage 1 DeepSpeed then uses BF16_Optimizer")
-                        : std::string("DeepSpeed then keeps float32 gradients");
-  return "gradients follow DeepSpeed's accumulation (relative error " + format("%.3g", error) +
-         " against the golden, nearer than any fault tested) but carry " +
-         format("%.3g", twin_error > 0.0 ? error / twin_error : 0.0) + "x the " + dtype +
-         " precision twin's error (" + format("%.3g", twin_error) + "): " +
-         std::to_string(micro_steps) + " micro-steps were summed in " + dtype +
-         ", rounding the running sum at every micro-step. Fix: accumulate in float32 with "
-         "\"data_types\": {\"grad_accum_dtype\": \"fp32\"} (" + fix +
-         "), or accumulate fewer micro-steps";
-}
-
 Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan, const Trace& trace,
                                      const Golden& golden, int64_t step, double noise) {
   Diagnosis diagnosis;
@@ -554,19 +361,12 @@ Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan,
     }
   }
   if (diagnosis.kind) {
-    diagnosis.explanation = explain(*diagnosis.kind, scenario, plan, step, best_specifics) +
-                            format(" (matched to a relative error of %.1e)", best_error);
+    diagnosis.explanation =
+        explain_diagnosis(*diagnosis.kind, facts_of(scenario, plan, step, best_specifics)) +
+        format(" (matched to a relative error of %.1e)", best_error);
     return diagnosis;
   }
-  std::string tested;
-  for (const HypothesisResult& result : diagnosis.tested) {
-    tested += (tested.empty() ? "" : ", ") +
-              std::string(spelling_of(result.kind, diagnosis_spellings())) +
-              format(" (relative error %.2g)", result.relative_error);
-  }
-  diagnosis.explanation =
-      "gradients differ from the golden at step " + std::to_string(step) +
-      " and no known cause explains it; tested: " + (tested.empty() ? "none applicable" : tested);
+  diagnosis.explanation = explain_unexplained_mismatch(step, diagnosis.tested);
   return diagnosis;
 }
 

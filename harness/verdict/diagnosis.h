@@ -1,7 +1,8 @@
 // Explains a gradient mismatch: tests named hypotheses (each a known way to break accumulation)
 // by predicting the gradient each would produce at the first mismatching step — recomputed in
 // float64 from the golden's parameters and the run's samples — and names the one the run's
-// gradient matches, with the fix. A mismatch no hypothesis explains is reported as such.
+// gradient matches, with the fix (in the words of diagnosis_wording.h, which a watched script's
+// judge shares). A mismatch no hypothesis explains is reported as such.
 #pragma once
 #include <optional>
 #include <string>
@@ -11,13 +12,9 @@
 #include "harness/loop/trace.h"
 #include "harness/scenario/plan.h"
 #include "harness/scenario/scenario.h"
+#include "harness/verdict/diagnosis_wording.h"
 
 namespace trainrepro {
-
-struct HypothesisResult {
-  DiagnosisKind kind;
-  double relative_error = 0.0;  // ||observed - predicted|| / ||predicted||
-};
 
 struct Diagnosis {
   std::optional<DiagnosisKind> kind;  // std::nullopt: nothing we know explains it
@@ -35,14 +32,6 @@ Diagnosis diagnose_gradient_mismatch(const Scenario& scenario, const Plan& plan,
 // ||observed - predicted|| / ||predicted|| over a whole model's gradients.
 double gradients_relative_error(const std::vector<at::Tensor>& observed,
                                 const std::vector<at::Tensor>& predicted);
-
-// low_precision_accumulation in words, for a scenario's run and a watched window alike: the
-// run's relative error against the golden and its precision twin's, how many micro-steps were
-// summed in `dtype`, and the fix DeepSpeed `deepspeed_version` allows at `zero_stage`.
-std::string explain_low_precision_accumulation(double error, double twin_error,
-                                               int64_t micro_steps, const std::string& dtype,
-                                               int64_t zero_stage,
-                                               const std::string& deepspeed_version);
 
 // Parameters match but gradients did too: the update itself differs.
 Diagnosis diagnose_parameter_mismatch(const Plan& plan, int64_t step);

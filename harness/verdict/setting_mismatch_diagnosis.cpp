@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "harness/verdict/diagnosis_wording.h"
+
 namespace trainrepro::training_findings {
 
 // No fault hypothesis explains a mixed-precision mismatch. When the run is nearer the golden
@@ -114,28 +116,28 @@ void diagnose_learning_rate(const Plan& plan, const Trace& trace, int64_t step,
   const int64_t gas = plan.batch.gradient_accumulation_steps;
   const int64_t per_step = gas + 1;
   diagnosis.kind = DiagnosisKind::lr_scheduler_stepped_every_micro_step;
-  text += ": the scheduler had been stepped " + std::to_string(correct_iteration + loop_steps + 1) +
-          " times, not " + std::to_string(correct_iteration + 1) +
-          ". The loop calls lr_scheduler.step() after every micro-batch while engine.step() "
-          "steps the same scheduler at every boundary, so it advances " +
-          std::to_string(per_step) + " times per optimizer step (" + std::to_string(gas) +
-          " micro-batches + the engine's 1)";
+  DiagnosisFacts facts;
+  facts.step = step;
+  facts.window_steps = gas;
+  facts.scheduler_steps_per_step = per_step;
+  facts.lead = text + ": the scheduler had been stepped " +
+               std::to_string(correct_iteration + loop_steps + 1) + " times, not " +
+               std::to_string(correct_iteration + 1);
   if (schedule.kind == LrScheduleKind::one_cycle) {
     const double cycle =
         schedule.one_cycle.cycle_first_step_size + schedule.one_cycle.cycle_second_step_size;
     const double steps = std::ceil(cycle / static_cast<double>(per_step));
-    text += ": its cycle of " + format_number(cycle) + " steps ends after about " +
-            format_number(steps) + (steps == 1.0 ? " optimizer step" : " optimizer steps");
+    facts.schedule_effect = ": its cycle of " + format_number(cycle) + " steps ends after about " +
+                            format_number(steps) +
+                            (steps == 1.0 ? " optimizer step" : " optimizer steps");
   } else {
     const int64_t warmup = std::max<int64_t>(2, schedule.warmup_num_steps);
     const int64_t steps = (warmup + per_step - 1) / per_step;
-    text += ": its warm-up of " + std::to_string(warmup) + " steps ends after about " +
-            std::to_string(steps) + (steps == 1 ? " optimizer step" : " optimizer steps");
+    facts.schedule_effect = ": its warm-up of " + std::to_string(warmup) +
+                            " steps ends after about " + std::to_string(steps) +
+                            (steps == 1 ? " optimizer step" : " optimizer steps");
   }
-  diagnosis.explanation =
-      text +
-      ". Fix: remove the loop's lr_scheduler.step(); DeepSpeed steps the scheduler it "
-      "built from the config (or was given) inside engine.step(), once per optimizer step";
+  diagnosis.explanation = explain_diagnosis(diagnosis.kind.value(), facts);
 }
 
 // WarmupCosineLR before DeepSpeed 0.19.0 (lr_schedule.h): the first update of every param group

@@ -9,7 +9,7 @@
 #include "harness/golden/gradient_arithmetic.h"
 #include "harness/json/json_fields.h"
 #include "harness/scenario/precision_config.h"
-#include "harness/verdict/batch_fix.h"
+#include "harness/verdict/diagnosis_wording.h"
 #include "harness/verdict/judge_memory.h"
 
 namespace trainrepro {
@@ -211,145 +211,72 @@ std::string calls_between_backwards(const RankRecording& rank, size_t w) {
   return seen;
 }
 
-std::string explain(DiagnosisKind kind, const RankRecording& rank, size_t w,
-                    const WatchedWindowJudgement& judged, int64_t gas, int64_t labels_counted) {
-  const std::string g = std::to_string(gas);
-  const std::string ratio = format("%.4g", judged.norm_ratio);
-  const std::string micro = std::to_string(judged.micro_steps);
-  switch (kind) {
-    case DiagnosisKind::loss_scaled_twice:
-      return "gradients are 1/" + g + " of the golden's (norm ratio " + ratio +
-             "): the loop divides the loss by gradient_accumulation_steps itself, and "
-             "engine.backward divides it by " + g +
-             " again. Fix: remove the loop's own division; engine.backward already scales";
-    case DiagnosisKind::loss_not_scaled: {
-      const std::vector<WatchedMicroStep>& micro_steps = rank.windows[w].micro_steps;
-      if (std::any_of(micro_steps.begin(), micro_steps.end(),
-                      [](const WatchedMicroStep& m) { return !m.scale_wrt_gas; })) {
-        return "gradients are " + g + "x the golden's (norm ratio " + ratio +
-               "): the loop passed scale_wrt_gas=False to engine.backward, so DeepSpeed did not "
-               "divide by gradient_accumulation_steps=" + g +
-               ", but each micro-step's loss is its own micro-batch's mean, not its share of the "
-               "window's. transformers' Trainer passes scale_wrt_gas=False and divides nothing "
-               "itself when the model accepts loss kwargs, trusting compute_loss to divide by "
-               "num_items_in_batch (the window's tokens); a custom compute_loss returning the "
-               "model's own per-micro-batch loss breaks that. Fix: in compute_loss, sum the "
-               "token losses and divide by num_items_in_batch";
-      }
-      const bool direct = count_calls(rank, w, "loss.backward()") > 0;
-      return "gradients are " + g + "x the golden's (norm ratio " + ratio +
-             "): the micro-batch losses are summed, not averaged" +
-             (direct ? std::string(": the loop calls loss.backward(), which bypasses "
-                                   "engine.backward's division by gradient_accumulation_steps=") +
-                           g + ". Fix: call engine.backward(loss)"
-                     : std::string(". Fix: let engine.backward(loss) divide by "
-                                   "gradient_accumulation_steps"));
+// The batch DeepSpeed resolved for the watched script, with the keys its config gave (the
+// batch fix says which key to set).
+ResolvedBatch batch_of(const RankRecording& rank) {
+  const WatchedResolution& resolved = rank.resolved;
+  ResolvedBatch batch{resolved.train_batch_size,
+                      resolved.micro_batch_per_gpu,
+                      resolved.gradient_accumulation_steps,
+                      rank.world_size,
+                      {}};
+  auto given = [&](const char* key) -> std::optional<int64_t> {
+    if (!rank.config.is_object() || !rank.config.contains(key) ||
+        !rank.config[key].is_number_integer()) {
+      return std::nullopt;
     }
-    case DiagnosisKind::zeroed_inside_window: {
-      const std::string zeroing = calls_between_backwards(rank, w);
-      return "gradients are the last micro-batch's alone (norm ratio " + ratio +
-             "): they are zeroed inside the accumulation window" +
-             (zeroing.empty() ? std::string() : " (the loop calls " + zeroing + " every micro-step)") +
-             ", so " + std::to_string(judged.micro_steps - 1) + " of " + micro +
-             " micro-batches are lost. Fix: do not zero gradients between micro-batches; "
-             "engine.step() zeroes them at the boundary";
-    }
-    case DiagnosisKind::optimizer_every_micro_step:
-      return "the loop calls optimizer.step() itself after every micro-batch, bypassing "
-             "DeepSpeed's accumulation: each optimizer step sees one micro-batch divided by " +
-             g + " (gradient_accumulation_steps), " + g +
-             " steps per intended one. Fix: call engine.step() after every engine.backward() "
-             "and let the engine step the optimizer at the boundary";
-    case DiagnosisKind::gradients_not_reduced:
-      return "rank 0 stepped on its own gradient alone, not the average of the " +
-             std::to_string(rank.world_size) + " ranks' (norm ratio " + ratio +
-             "): the loop entered engine.no_sync() " +
-             std::to_string(count_calls(rank, w, "engine.no_sync()")) + " times for " + micro +
-             " backwards, the boundary's among them, and inside it DeepSpeed skips its "
-             "all-reduce, so each rank updates its replica from its own micro-batches and the "
-             "replicas drift apart. Fix: take the window's last backward out of no_sync(); at "
-             "ZeRO 0-1 DeepSpeed reduces only at the boundary anyway, so no_sync() saves "
-             "nothing: remove it";
-    case DiagnosisKind::step_once_per_window:
-      return "the accumulation boundary came after " + micro + " micro-batches, not " + g +
-             ": the loop calls engine.step() once per window (" +
-             std::to_string(count_calls(rank, w, "engine.step()")) + " calls for " + micro +
-             " backwards), but DeepSpeed counts every step() call as a micro-step. Fix: call "
-             "engine.step() after every engine.backward()";
-    case DiagnosisKind::per_micro_batch_token_normalisation:
-      return "each micro-batch's loss is the mean over its own tokens, so micro-batches with "
-             "few tokens weigh as much as those with many (norm ratio " + ratio +
-             "): the golden divides the window's summed loss by all " +
-             std::to_string(judged.items) +
-             " tokens of the window. Fix: sum the token losses and divide by the window's "
-             "token count (transformers' num_items_in_batch)";
-    case DiagnosisKind::window_closed_early: {
-      const bool set_by_loop =
-          count_calls(rank, w, "engine.set_gradient_accumulation_boundary(True)") > 0;
-      return "window " + std::to_string(w) + " closed after " + micro +
-             " of gradient_accumulation_steps=" + g + " micro-batches, yet engine.backward "
-             "divided each micro-batch's loss by " + g + ", so its gradient is " + micro + "/" +
-             g + " of its batch's mean (norm ratio " + ratio +
-             "): that optimizer step is weaker than the others" +
-             (set_by_loop ? std::string(". The loop ended the window itself "
-                                        "(engine.set_gradient_accumulation_boundary(True)), as "
-                                        "accelerate's accumulate() does at the end of the data "
-                                        "loader")
-                          : std::string()) +
-             ". Fix: give every epoch a multiple of " + g +
-             " micro-batches per rank (the dataset a multiple of micro batch x " + g +
-             " x ranks, or drop_last), or let windows run across epochs (accelerate: "
-             "GradientAccumulationPlugin(num_steps=" + g + ", sync_with_dataloader=False)); "
-             "transformers' Trainer divides by the window's own count and passes "
-             "scale_wrt_gas=False (transformers PR #35808)";
-    }
-    case DiagnosisKind::scale_wrt_gas_ignored:
-      return "the loop passed scale_wrt_gas=False to engine.backward (as transformers' Trainer "
-             "does) with a loss already averaged over the window, yet the gradients are 1/" + g +
-             " of the golden's (norm ratio " + ratio + "): DeepSpeed divided by "
-             "gradient_accumulation_steps=" + g + " all the same. DeepSpeed 0.19.8 does so at "
-             "ZeRO stage 0 when the loss is the very tensor the engine's forward returned (a "
-             "model that computes its loss in its own forward, as Hugging Face models do): the "
-             "backward hook it puts on the forward's outputs divides by " + g +
-             " before engine.backward's own hook marks the graph as not to be divided (measured: "
-             "ZeRO 1-3 scale the loss into a new tensor first and divide nothing). Fix: pass "
-             "engine.backward a new tensor (loss * 1.0), or train at ZeRO 1 or above; with the "
-             "Trainer, keep average_tokens_across_devices=True (its default), whose "
-             "multiplication makes that new tensor";
-    case DiagnosisKind::per_rank_token_normalisation:
-      return "each rank divides its window's token loss by its own tokens and DeepSpeed averages "
-             "the ranks, so a rank with few tokens weighs as much as one with many (norm ratio " +
-             ratio + "): the golden divides the window's summed loss by all " +
-             std::to_string(judged.items) +
-             " tokens of every rank. Fix: divide by the token count summed over the ranks "
-             "(transformers: average_tokens_across_devices=True, its default)";
-    case DiagnosisKind::labels_counted_but_not_predicted:
-      return "the token loss is divided by " + std::to_string(labels_counted) +
-             " labels, but the model predicts only " + std::to_string(judged.items) +
-             " of them (norm ratio " + ratio +
-             "): a causal language model predicts label i+1 from token i, so the first label "
-             "of every row is no target, yet it is counted. transformers' Trainer counts "
-             "num_items_in_batch over labels[..., 1:] only when the model's loss_type maps to "
-             "ForCausalLMLoss (transformers PR #46204); a model whose class name does not say "
-             "ForCausalLM (GPT2LMHeadModel) has loss_type None, is still trained with "
-             "ForCausalLMLoss, and is counted over every label. Fix: set "
-             "model.loss_type = \"ForCausalLM\" before building the Trainer, or count "
-             "labels[..., 1:] in your own compute_loss";
-    default:
-      return "";
-  }
+    return rank.config[key].get<int64_t>();
+  };
+  batch.given = {given("train_batch_size"), given("train_micro_batch_size_per_gpu"),
+                 given("gradient_accumulation_steps")};
+  return batch;
+}
+
+// What the watched run tells the wording table (diagnosis_wording.h), the table a scenario's
+// diagnosis reads too: the config as DeepSpeed resolved it and the batches.
+DiagnosisFacts facts_of(const RankRecording& rank, const WatchJudgement& judgement) {
+  DiagnosisFacts facts;
+  facts.window_steps = rank.resolved.gradient_accumulation_steps;
+  facts.batch = batch_of(rank);
+  facts.effective_batch = judgement.effective_batch;
+  facts.intended_batch = judgement.intended_batch;
+  facts.deepspeed_version = rank.versions.deepspeed;
+  return facts;
+}
+
+// And of window w: what was measured against the golden and the loop's calls inside it.
+DiagnosisFacts facts_of_window(const RankRecording& rank, const WatchJudgement& judgement, size_t w,
+                               const WatchedWindowJudgement& judged, int64_t labels_counted) {
+  DiagnosisFacts facts = facts_of(rank, judgement);
+  facts.step = static_cast<int64_t>(w);
+  facts.norm_ratio = judged.norm_ratio;
+  facts.window_micro_steps = judged.micro_steps;
+  facts.items = judged.items;
+  facts.labels_counted = labels_counted;
+  WindowCalls calls;
+  calls.engine_steps = count_calls(rank, w, "engine.step()");
+  calls.no_syncs = count_calls(rank, w, "engine.no_sync()");
+  calls.direct_backwards = count_calls(rank, w, "loss.backward()");
+  calls.boundaries_set_by_loop =
+      count_calls(rank, w, "engine.set_gradient_accumulation_boundary(True)");
+  calls.zero_grad_calls = calls_between_backwards(rank, w);
+  const std::vector<WatchedMicroStep>& micro_steps = rank.windows[w].micro_steps;
+  calls.scale_wrt_gas_off =
+      std::any_of(micro_steps.begin(), micro_steps.end(),
+                  [](const WatchedMicroStep& micro) { return !micro.scale_wrt_gas; });
+  facts.calls = calls;
+  return facts;
 }
 
 void find_lr_scheduler_stepped_by_loop(const RankRecording& rank, WatchJudgement& judgement) {
   int64_t loop_steps = 0;
   for (const std::string& call : rank.calls) loop_steps += call == "lr_scheduler.step()";
   if (loop_steps == 0 || rank.windows.empty()) return;
+  DiagnosisFacts facts = facts_of(rank, judgement);
+  facts.loop_scheduler_steps = loop_steps;
+  facts.optimizer_steps_watched = static_cast<int64_t>(rank.windows.size());
   const std::string text =
-      "the loop calls lr_scheduler.step() itself (" + std::to_string(loop_steps) + " times in " +
-      std::to_string(rank.windows.size()) +
-      " optimizer steps), and engine.step() steps the same scheduler at every boundary: the "
-      "schedule runs ahead. Fix: leave the scheduler to DeepSpeed, or pass it nowhere near "
-      "deepspeed.initialize and step it once per optimizer step";
+      explain_diagnosis(DiagnosisKind::lr_scheduler_stepped_every_micro_step, facts);
   if (!judgement.found_something()) {
     judgement.diagnosis = DiagnosisKind::lr_scheduler_stepped_every_micro_step;
     judgement.explanation = text;
@@ -360,31 +287,10 @@ void find_lr_scheduler_stepped_by_loop(const RankRecording& rank, WatchJudgement
 
 void find_batch(const RankRecording& rank, WatchJudgement& judgement) {
   if (judgement.effective_batch == judgement.intended_batch) return;
-  const WatchedResolution& resolved = rank.resolved;
-  ResolvedBatch batch{resolved.train_batch_size, resolved.micro_batch_per_gpu,
-                      resolved.gradient_accumulation_steps, judgement.world_size, {}};
-  auto given = [&](const char* key) -> std::optional<int64_t> {
-    if (!rank.config.is_object() || !rank.config.contains(key) ||
-        !rank.config[key].is_number_integer()) {
-      return std::nullopt;
-    }
-    return rank.config[key].get<int64_t>();
-  };
-  batch.given = {given("train_batch_size"), given("train_micro_batch_size_per_gpu"),
-                 given("gradient_accumulation_steps")};
-  const bool no_accumulation = resolved.gradient_accumulation_steps == 1;
-  const std::string why =
-      no_accumulation ? (batch.given.gradient_accumulation_steps
-                             ? "gradient_accumulation_steps is 1"
-                             : "gradient_accumulation_steps is not set, so DeepSpeed uses 1")
-                      : "DeepSpeed resolved train_micro_batch_size_per_gpu=" +
-                            std::to_string(resolved.micro_batch_per_gpu) +
-                            " x gradient_accumulation_steps=" +
-                            std::to_string(resolved.gradient_accumulation_steps) +
-                            " x world_size=" + std::to_string(judgement.world_size);
-  const std::string text = "effective batch is " + std::to_string(judgement.effective_batch) +
-                           ", not " + std::to_string(judgement.intended_batch) + ": " + why +
-                           ". " + suggest_batch_fix(batch, judgement.intended_batch);
+  const bool no_accumulation = rank.resolved.gradient_accumulation_steps == 1;
+  const std::string text = explain_diagnosis(
+      no_accumulation ? DiagnosisKind::no_accumulation : DiagnosisKind::effective_batch_differs,
+      facts_of(rank, judgement));
   if (!judgement.found_something()) {
     judgement.diagnosis =
         no_accumulation ? DiagnosisKind::no_accumulation : DiagnosisKind::effective_batch_differs;
@@ -729,13 +635,13 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
           judgement.explanation = best_specifics;
         } else if (best) {
           judgement.diagnosis = best;
-          judgement.explanation =
-              explain(*best, first, w, window, gas, pieces.labels_counted) + best_specifics;
+          DiagnosisFacts facts =
+              facts_of_window(first, judgement, w, window, pieces.labels_counted);
+          facts.addendum = best_specifics;
+          judgement.explanation = explain_diagnosis(*best, facts);
         } else {
-          judgement.explanation =
-              "window " + std::to_string(w) + "'s gradients differ from the golden's (norm ratio " +
-              format("%.4g", window.norm_ratio) + ", cosine " + format("%.6f", window.cosine) +
-              ") and no known mistake explains it";
+          judgement.explanation = explain_unexplained_mismatch(
+              static_cast<int64_t>(w), window.tested, window.norm_ratio, window.cosine);
         }
       }
     }

@@ -48,7 +48,7 @@ def main():
             ours = done.stdout[done.stdout.rfind("error          watch:"):]
             ok = ok and "\x1b" not in ours and "\npassed" not in ours
             if ran and ok:
-                verdict = json.load(open(results))
+                verdict = json.load(open(results))["watch"]
                 ok = verdict["outcome"] == "error" and text in verdict["problem"] and all(
                     os.path.exists(results + suffix) for suffix in (".xml", ".html"))
             print(f"{'ok  ' if ok else 'FAIL'} watch {' '.join(arguments)[:70]}: exit "
