@@ -39,6 +39,7 @@ import tarfile
 import tempfile
 import time
 
+from import_check import check_import
 from install_guard import Stopped, exit_code_of, guard_installer, private_temporary_folder, \
     run_guarded
 from release_index import excerpt, fail, index_url, is_release, named, published_releases
@@ -192,21 +193,19 @@ def install(version, home):
     env = dict(os.environ, PYTHONPATH=f"{build_tools}:{deps}", DS_BUILD_OPS="0",
                DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu"))
     pip("install", "--target", site, "--no-deps", "--no-build-isolation", sdist, env=env)
-    check = run_guarded(
-        [sys.executable, "-c", "import deepspeed, torch, sys; "
-         "print('TRAINREPRO-IMPORTED', deepspeed.__version__, deepspeed.__file__, torch.__file__)"],
-        env=dict(os.environ, PYTHONPATH=f"{site}:{deps}", PYTHONDONTWRITEBYTECODE="1",
-                 TORCHINDUCTOR_CACHE_DIR=os.path.join(os.environ["TMPDIR"], "torchinductor"),
-                 DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu")))
-    line = next((l for l in check.stdout.splitlines() if l.startswith("TRAINREPRO-IMPORTED ")), "")
-    words = line.split()[1:]
-    if check.returncode != 0 or len(words) != 3:
-        tail = "\n".join(check.stdout.strip().splitlines()[-8:])
-        fail(3, f"deepspeed {version} was installed but does not import:\n{tail}")
-    if words[0] != version or not words[1].startswith(site):
-        fail(3, f"the installed package is deepspeed {words[0]} from {words[1]}, not {version} from {site}")
-    if words[2].startswith(home):
-        fail(3, f"torch was installed again into {home}: {words[2]}")
+    answer, reason = check_import(
+        run_guarded, sys.executable,
+        dict(os.environ, PYTHONPATH=f"{site}:{deps}", PYTHONDONTWRITEBYTECODE="1",
+             TORCHINDUCTOR_CACHE_DIR=os.path.join(os.environ["TMPDIR"], "torchinductor"),
+             DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu")),
+        os.path.join(scratch, "import-answer.json"))
+    if reason is not None:
+        fail(3, f"deepspeed {version} was installed but does not import: {reason}")
+    if answer["deepspeed"] != version or not answer["deepspeed_file"].startswith(site):
+        fail(3, f"the installed package is deepspeed {answer['deepspeed']} from "
+                f"{answer['deepspeed_file']}, not {version} from {site}")
+    if answer["torch_file"].startswith(home):
+        fail(3, f"torch was installed again into {home}: {answer['torch_file']}")
     write_stamp(home, version, time.monotonic() - started)
     say(f"deepspeed=={version} installed in {time.monotonic() - started:.0f} s")
 
