@@ -120,9 +120,14 @@ def main():
             ("bisect no network", bisect("0.18.4", "0.19.0"),
              {"TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
              "cannot reach the package index TRAINREPRO_PYPI_JSON=http://127.0.0.1:9/"),
-            # The release list is read, the first probe cannot install: the search stops there.
+            # The release list is read, no release may be installed: each is skipped with its
+            # reason, and with nothing to compare the search ends (exit 3).
             ("bisect offline", bisect("0.18.4", "0.19.0"), {"TRAINREPRO_OFFLINE": "1"}, 3,
-             "bisect stopped: deepspeed 0.18.4 gave no outcome to compare"),
+             "could not run (skipped): 0.18.4 (--engine deepspeed==0.18.4: not installed in"),
+            ("bisect offline, nothing to compare", bisect("0.18.4", "0.19.0"),
+             {"TRAINREPRO_OFFLINE": "1"}, 3,
+             "bisect: no release of the range could run: nothing to compare; 3 probes of 3 "
+             "releases"),
             ("bisect Unicode-digit release", bisect("\u0660.\u0661\u0669.\u0668", "0.19.0"),
              {}, 2, "bisect: --good: expected a release as MAJOR.MINOR.PATCH in ASCII digits",
              {"no_release_folder": True}),
