@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include <torch/headeronly/version.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/files/environment_values.h"
@@ -15,6 +16,7 @@
 #include "harness/json/printable.h"
 #include "harness/worker/private_folder.h"
 #include "harness/worker/release_manifest.h"
+#include "harness/worker/unrunnable_releases.h"
 
 namespace trainrepro {
 namespace {
@@ -49,6 +51,12 @@ std::string read_output(const std::string& path, std::streamsize limit) {
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   return text;
+}
+
+// The torch a release runs over: the torch Python's, the one this build's LibTorch came from.
+std::string built_torch_version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
 }
 
 // Runs the compiled-in installer with the torch Python; its exit code says what went wrong.
@@ -204,6 +212,11 @@ std::string deepspeed_release_home(const std::string& release) {
 
 DeepSpeedPython managed_deepspeed_python(const std::string& release, int probe_timeout_seconds) {
   const std::string home = deepspeed_release_home(release);
+  // Known not to run over this torch: refused before minutes of installing end the same way.
+  if (const auto reason = why_release_cannot_run(release, built_torch_version())) {
+    throw DeepSpeedReleaseError("--engine deepspeed==" + release + ": refused: " + *reason +
+                                " (harness/worker/unrunnable_releases.cpp; docs/releases.md)");
+  }
   const ReleaseStamp stamp = read_release_stamp(home);
   if (stamp == ReleaseStamp::missing && offline_requested()) {
     throw DeepSpeedPythonError("--engine deepspeed==" + release + ": not installed in " + home +

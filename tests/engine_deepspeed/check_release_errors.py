@@ -115,6 +115,11 @@ def main():
              "bisect: deepspeed 0.18.5 was yanked from PyPI"),
             ("bisect same release", bisect("0.18.6", "0.18.6"), {}, 2,
              "bisect: --good and --bad are the same release, 0.18.6"),
+            # Known not to run over this torch (harness/worker/unrunnable_releases.cpp): refused
+            # before the release list is read or anything installed.
+            ("run a release refused up front", run("deepspeed==0.14.2"), {}, 2,
+             "--engine deepspeed==0.14.2: refused: DeepSpeed 0.14.2 cannot run over torch 2.11.0",
+             {"no_release_folder": True}),
             ("bisect reference engine", bisect("0.18.4", "0.19.0", "reference"), {}, 2,
              "bisect: --engine must be deepspeed"),
             ("bisect no network", bisect("0.18.4", "0.19.0"),
