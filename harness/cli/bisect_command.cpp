@@ -3,6 +3,7 @@
 // the scenario on it exactly as `run --engine deepspeed==RELEASE` would; each probe's verdict is
 // printed as it ends, then `first bad: …; last good: …`. A release that cannot run (refused up
 // front, an install that fails, a release that does not import) is skipped, and said so.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -58,18 +59,30 @@ std::string joined(const std::vector<std::string>& releases) {
   return text;
 }
 
-// "0.14.0 (ValueError: CPU_Accelerator requires …), 0.14.1 (…)": each skipped release with the
-// last line of its reason, the line that names the cause (pip's and Python's come last).
+// The line of a reason that names the cause: the last exception line ("ImportError: cannot import
+// name …"), which pip's and the installer's closing lines follow; else the first line.
+std::string cause_line(const std::string& reason) {
+  std::string cause;
+  size_t start = 0;
+  while (start < reason.size()) {
+    const size_t end = std::min(reason.find('\n', start), reason.size());
+    const std::string line = reason.substr(start, end - start);
+    if (line.find("Error: ") != std::string::npos) cause = line;
+    start = end + 1;
+  }
+  if (cause.empty()) cause = reason.substr(0, reason.find('\n'));
+  const size_t text = cause.find_first_not_of(' ');
+  return first_line(text == std::string::npos ? "" : cause.substr(text), 200);
+}
+
+// "0.14.0 (ValueError: CPU_Accelerator requires …); 0.14.1 (…)": each skipped release with the
+// line of its reason that names the cause.
 std::string releases_and_reasons(const ReleaseBisection& bisection) {
   std::string text;
   for (const ReleaseProbe& probe : bisection.probes) {
     if (gave_outcome(probe.result)) continue;
-    std::string reason = probe.result.verdict.found;
-    while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) reason.pop_back();
-    const size_t line_start = reason.rfind('\n');
-    const std::string last =
-        first_line(line_start == std::string::npos ? reason : reason.substr(line_start + 1), 200);
-    text += (text.empty() ? "" : "; ") + probe.release + " (" + last + ")";
+    text += (text.empty() ? "" : "; ") + probe.release + " (" +
+            cause_line(probe.result.verdict.found) + ")";
   }
   return text;
 }
