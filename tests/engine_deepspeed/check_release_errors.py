@@ -153,7 +153,10 @@ def main():
             cache = folder / name.replace(" ", "-")
             results = folder / (name.replace(" ", "-") + "-results")
             env = {k: v for k, v in os.environ.items() if k != "TRAINREPRO_OFFLINE"}
-            env.update(TRAINREPRO_CACHE=str(cache), TRAINREPRO_PYPI_JSON=index.as_uri())
+            # The download store is shared by every cache (~/.cache/trainrepro/pip-downloads):
+            # one of its own keeps the machine's stored sdists from installing these offline.
+            env.update(TRAINREPRO_CACHE=str(cache), TRAINREPRO_PYPI_JSON=index.as_uri(),
+                       XDG_CACHE_HOME=str(folder / "xdg"))
             env.update(extra)
             if arguments[0] == "run":
                 arguments = arguments + ["--results", str(results)]
