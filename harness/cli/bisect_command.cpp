@@ -1,14 +1,17 @@
 // `trainrepro bisect SCENARIO --engine deepspeed --good A --bad B`: which DeepSpeed release first
 // changed a scenario's outcome. Every probe installs its release into the cache (once) and runs
 // the scenario on it exactly as `run --engine deepspeed==RELEASE` would; each probe's verdict is
-// printed as it ends, then `first bad: …; last good: …`.
+// printed as it ends, then `first bad: …; last good: …`. A release that cannot run (refused up
+// front, an install that fails, a release that does not import) is skipped, and said so.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <stdexcept>
+#include <tuple>
 
 #include "harness/cli/commands.h"
 #include "harness/distributed/mpi_session.h"
-#include "harness/json/printable.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/files/environment_values.h"
 #include "harness/files/install_locations.h"
@@ -43,13 +46,54 @@ std::string indented_reason(const std::string& text, size_t at_most = 4000) {
   return shown;
 }
 
+const ScenarioResult& result_of(const ReleaseBisection& bisection, const std::string& release) {
+  for (const ReleaseProbe& done : bisection.probes) {
+    if (done.release == release && gave_outcome(done.result)) return done.result;
+  }
+  throw std::logic_error("bisect: no outcome recorded for deepspeed " + release);
+}
+
+std::string joined(const std::vector<std::string>& releases) {
+  std::string text;
+  for (const std::string& release : releases) text += (text.empty() ? "" : ", ") + release;
+  return text;
+}
+
+// The line of a reason that names the cause: the last exception line ("ImportError: cannot import
+// name …"), which pip's and the installer's closing lines follow; else the first line.
+std::string cause_line(const std::string& reason) {
+  std::string cause;
+  size_t start = 0;
+  while (start < reason.size()) {
+    const size_t end = std::min(reason.find('\n', start), reason.size());
+    const std::string line = reason.substr(start, end - start);
+    if (line.find("Error: ") != std::string::npos) cause = line;
+    start = end + 1;
+  }
+  if (cause.empty()) cause = reason.substr(0, reason.find('\n'));
+  const size_t text = cause.find_first_not_of(' ');
+  return first_line(text == std::string::npos ? "" : cause.substr(text), 200);
+}
+
+// "0.14.0 (ValueError: CPU_Accelerator requires …); 0.14.1 (…)": each skipped release with the
+// line of its reason that names the cause.
+std::string releases_and_reasons(const ReleaseBisection& bisection) {
+  std::string text;
+  for (const ReleaseProbe& probe : bisection.probes) {
+    if (gave_outcome(probe.result)) continue;
+    text += (text.empty() ? "" : "; ") + probe.release + " (" +
+            cause_line(probe.result.verdict.found) + ")";
+  }
+  return text;
+}
+
 std::string probe_line(const ReleaseProbe& probe) {
   char seconds[32];
   std::snprintf(seconds, sizeof(seconds), "%.1f s", probe.result.seconds);
   std::string line = "  deepspeed " + probe.release + "  " + bisection_outcome(probe.result) +
                      " (" + seconds + ")";
-  if (probe.result.verdict.outcome == Outcome::error) {
-    line += ":" + indented_reason(probe.result.verdict.found);
+  if (!gave_outcome(probe.result)) {
+    line += ", could not run, skipped:" + indented_reason(probe.result.verdict.found);
   } else if (probe.result.verdict.outcome != Outcome::passed) {
     line += ": " + first_line(probe.result.verdict.found);
   }
@@ -137,27 +181,44 @@ int run_bisect(const BisectArgs& args) {
   const std::string minutes = std::to_string(static_cast<int>(seconds_since(start) / 60.0 + 0.5));
   const std::string summary = std::to_string(bisection.probes.size()) + " probes of " +
                               std::to_string(releases.size()) + " releases in " + minutes + " min";
-  if (bisection.stopped_at) {
-    std::cout << "bisect stopped: deepspeed " << *bisection.stopped_at
-              << " gave no outcome to compare (an error, above); " << summary << "\n";
+  if (!bisection.skipped.empty()) {
+    std::cout << "could not run (skipped): " << releases_and_reasons(bisection) << "\n";
+  }
+  if (!bisection.good_end || !bisection.bad_end) {
+    std::cout << "bisect: "
+              << (bisection.good_end ? "only deepspeed " + *bisection.good_end
+                                     : std::string("no release"))
+              << " of the range could run: nothing to compare; " << summary << "\n";
     return kExitInfrastructure;
   }
+  // An end that could not run was replaced by the nearest release inside the range.
+  for (const auto& [asked, used, which] : {std::tuple{args.good, *bisection.good_end, "good"},
+                                           std::tuple{args.bad, *bisection.bad_end, "bad"}}) {
+    if (asked != used) {
+      std::cout << "deepspeed " << used << " stands for the " << which << " end (" << asked
+                << " could not run)\n";
+    }
+  }
   if (!bisection.first_bad) {
-    std::cout << "no change: deepspeed " << args.good << " and " << args.bad << " both "
-              << bisection_outcome(bisection.probes.front().result) << "; " << summary << "\n";
+    std::cout << "no change: deepspeed " << *bisection.good_end << " and " << *bisection.bad_end
+              << " both " << bisection_outcome(result_of(bisection, *bisection.good_end)) << "; "
+              << summary << "\n";
     return kExitExpectationNotMet;
   }
-  const ScenarioResult* first_bad = nullptr;
-  for (const ReleaseProbe& done : bisection.probes) {
-    if (done.release == *bisection.first_bad) first_bad = &done.result;
-  }
+  const ScenarioResult& first_bad = result_of(bisection, *bisection.first_bad);
   const std::string bad_outcome =
-      bisection_outcome(*first_bad) + ": " + first_line(first_bad->verdict.found);
+      bisection_outcome(first_bad) + ": " + first_line(first_bad.verdict.found);
+  // Skipped releases between the two: the change came in one of them (each older than the
+  // answer, whichever way the search ran) or in the answer itself.
+  const std::string unless =
+      bisection.undecided.empty()
+          ? ""
+          : ", or an earlier release that could not run: " + joined(bisection.undecided);
   if (release_older(args.bad, args.good)) {  // searched newest first: the fix
-    std::cout << "fixed in: " << *bisection.last_good << "; last bad: " << *bisection.first_bad
-              << " (" << bad_outcome << ")\n";
+    std::cout << "fixed in: " << *bisection.last_good << unless
+              << "; last bad: " << *bisection.first_bad << " (" << bad_outcome << ")\n";
   } else {
-    std::cout << "first bad: " << *bisection.first_bad << " (" << bad_outcome
+    std::cout << "first bad: " << *bisection.first_bad << unless << " (" << bad_outcome
               << "); last good: " << *bisection.last_good << "\n";
   }
   std::cout << summary << "\n";

@@ -21,9 +21,12 @@ constexpr const char* kDeepSpeedEngineNote =
     "$TRAINREPRO_CACHE/deepspeed-VERSION over the torch trainrepro was built with (your own "
     "Python\n"
     "is never touched); TRAINREPRO_OFFLINE (1, true or yes) never installs. A release PyPI does\n"
-    "not have (or yanked): exit 2 naming the nearest ones; PyPI unreachable or a failed install:\n"
-    "exit 3. The cache must be yours (0700 when created; another user's, or one others may\n"
-    "write: exit 3), and a release's files are checked against its stamp before each use.\n"
+    "not have (or yanked): exit 2 naming the nearest ones; one known not to run over this torch\n"
+    "(docs/releases.md): exit 2 with the reason, nothing installed; PyPI unreachable, a failed\n"
+    "install or a release that does not import: exit 3 with the reason. Downloads are kept in\n"
+    "~/.cache/trainrepro/pip-downloads for the next install. The cache must be yours (0700\n"
+    "when created; another user's, or one others may write: exit 3), and a release's files are\n"
+    "checked against its stamp before each use.\n"
     "--engine fsdp2: PyTorch's own FSDP2 (fully_shard over a CPU mesh, gloo) in the\n"
     "Python named by TRAINREPRO_FSDP2_PYTHON, else the one whose torch built trainrepro; the\n"
     "ds_config mapped as docs/engines.md's table says (\"FSDP2 as the engine under test\"). What "
@@ -114,12 +117,18 @@ Subcommand add_bisect(CLI::App& app) {
       "printed, then `first bad: R (outcome: what was found); last good: R'`. A --good newer\n"
       "than --bad searches for the fix instead: `fixed in: R; last bad: R' (outcome: ...)`.\n"
       "It assumes the outcome changed once between them.\n"
+      "A release that cannot run (refused up front as unable to run over this torch, an install\n"
+      "that fails, a release that does not import) is skipped with its reason, as git bisect\n"
+      "skip does, and the search goes on around it; an end that cannot run gives way to the\n"
+      "nearest release inside the range. When only skipped releases stand between the answer\n"
+      "and the last good one: `first bad: R, or an earlier release that could not run: S`.\n"
       "Exit codes:\n"
       "  0  the first bad release (or the fix) was found\n"
       "  1  the good and bad releases give the same outcome (nothing to search)\n"
       "  2  bad usage: a release PyPI does not have or yanked, --good equal to --bad, a bad\n"
       "     scenario\n"
-      "  3  infrastructure: PyPI unreachable, an install failed, a probe ended in an error\n");
+      "  3  infrastructure: PyPI unreachable, a cache that is not yours, or fewer than two\n"
+      "     releases of the range could run\n");
   return {bisect, [parsed] { return run_bisect(parsed->bisect_args); }};
 }
 

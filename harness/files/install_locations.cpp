@@ -53,6 +53,20 @@ std::string torch_python_executable() {
   return chosen.empty() ? TRAINREPRO_TORCH_PYTHON_DEFAULT : chosen;
 }
 
+std::string default_cache_directory() {
+  // The XDG rules: a relative XDG_CACHE_HOME is invalid and ignored.
+  if (std::string xdg = environment_value("XDG_CACHE_HOME");
+      !xdg.empty() && xdg[0] == '/' && xdg.find(':') == std::string::npos) {
+    return xdg + "/trainrepro";
+  }
+  const std::string home = home_directory();
+  if (home.find(':') != std::string::npos) {
+    throw CacheFolderError("the trainrepro cache: the home folder " + printable(home) +
+                           " holds ':'; set TRAINREPRO_CACHE to an absolute path without one");
+  }
+  return home + "/.cache/trainrepro";
+}
+
 std::string trainrepro_cache_directory() {
   if (std::string cache = environment_value("TRAINREPRO_CACHE"); !cache.empty()) {
     if (cache[0] != '/' || cache.find(':') != std::string::npos) {
@@ -64,17 +78,7 @@ std::string trainrepro_cache_directory() {
     while (cache.size() > 1 && cache.back() == '/') cache.pop_back();
     return cache;
   }
-  // The XDG rules: a relative XDG_CACHE_HOME is invalid and ignored.
-  if (std::string xdg = environment_value("XDG_CACHE_HOME"); !xdg.empty() && xdg[0] == '/' &&
-                                                              xdg.find(':') == std::string::npos) {
-    return xdg + "/trainrepro";
-  }
-  const std::string home = home_directory();
-  if (home.find(':') != std::string::npos) {
-    throw CacheFolderError("the trainrepro cache: the home folder " + printable(home) +
-                           " holds ':'; set TRAINREPRO_CACHE to an absolute path without one");
-  }
-  return home + "/.cache/trainrepro";
+  return default_cache_directory();
 }
 
 std::string own_cache_directory() {
@@ -83,6 +87,23 @@ std::string own_cache_directory() {
   if (::stat(cache.c_str(), &info) != 0) create_private_folders(cache);
   require_own_folder(cache, "the trainrepro cache");
   return cache;
+}
+
+std::string pip_downloads_directory() {
+  try {
+    const std::string shared = default_cache_directory() + "/pip-downloads";
+    struct stat info {};
+    if (::stat(shared.c_str(), &info) != 0) create_private_folders(shared);
+    require_own_folder(shared, "pip's downloads for trainrepro");
+    return shared;
+  } catch (const CacheFolderError&) {
+    // No home of one's own (or not one's own): the cache in use keeps its own downloads.
+  }
+  const std::string own = own_cache_directory() + "/pip-downloads";
+  struct stat info {};
+  if (::stat(own.c_str(), &info) != 0) create_private_folders(own);
+  require_own_folder(own, "pip's downloads for trainrepro");
+  return own;
 }
 
 void require_own_folder(const std::string& path, const std::string& role) {

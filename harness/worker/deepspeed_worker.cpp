@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "harness/distributed/rank_launcher.h"
@@ -12,46 +13,23 @@
 #include "harness/json/printable.h"
 #include "harness/scenario/settings_acting_outside_the_run.h"
 #include "harness/worker/private_folder.h"
+#include "harness/worker/probe_answer.h"
 #include "harness/worker/worker_sources.h"
 
 namespace trainrepro {
 namespace {
 
-constexpr const char* kVersionsMarker = "TRAINREPRO-VERSIONS ";
 constexpr const char* kWorkerMain = "deepspeed_engine_worker.py";
+// The probe's answer is a few hundred bytes; anything longer is not its answer.
+constexpr std::streamsize kProbeAnswerLimit = 64 << 10;
 
-// Prints the marker and the versions as JSON, or what is missing and exits 3; its argument is the
-// engine (deepspeed or fsdp2). torch first: deepspeed cannot be imported without it, and saying
-// "deepspeed is missing" would mislead. FSDP2 is torch's fully_shard (torch 2.6 and later).
-constexpr const char* kProbeProgram = R"py(import json, platform, sys
-engine = sys.argv[1]
-try:
-    import torch
-except Exception as error:
-    print(f"missing: torch ({type(error).__name__}: {error})")
-    sys.exit(3)
-found = {"engine": engine, "torch": torch.__version__.split("+")[0],
-         "python": platform.python_version()}
-try:
-    if engine == "fsdp2":
-        from torch.distributed.fsdp import fully_shard
-        import safetensors
-    else:
-        import deepspeed
-        found["deepspeed"] = deepspeed.__version__
-except Exception as error:
-    what = "torch.distributed.fsdp.fully_shard or safetensors" if engine == "fsdp2" else engine
-    print(f"missing: {what} ({type(error).__name__}: {error})")
-    sys.exit(3)
-print("TRAINREPRO-VERSIONS " + json.dumps(found))
-)py";
-
-std::string last_line_with(const std::string& output, const std::string& marker) {
-  const size_t at = output.rfind(marker);
-  if (at == std::string::npos) return "";
-  const size_t end = output.find('\n', at);
-  return output.substr(at + marker.size(),
-                       end == std::string::npos ? std::string::npos : end - at - marker.size());
+std::optional<std::string> read_probe_answer_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text(static_cast<size_t>(kProbeAnswerLimit), '\0');
+  in.read(text.data(), kProbeAnswerLimit);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 // DeepSpeed's CPU all-reduce buffers (/dev/shm/deepspeed_allreduce_buffer_<n>_127.0.0.1_<port>_<k>,
@@ -101,11 +79,12 @@ DeepSpeedPython find_fsdp2_python(int probe_timeout_seconds) {
   const char* given = std::getenv("TRAINREPRO_FSDP2_PYTHON");
   const bool chosen = given != nullptr && *given != '\0';
   const std::string program = chosen ? given : torch_python_executable();
-  return probe_worker_python({program}, program + (chosen ? " (TRAINREPRO_FSDP2_PYTHON)"
-                                                          : " (the Python whose torch built "
-                                                            "trainrepro; set "
-                                                            "TRAINREPRO_FSDP2_PYTHON to choose "
-                                                            "another)"),
+  return probe_worker_python({program},
+                             program + (chosen ? " (TRAINREPRO_FSDP2_PYTHON)"
+                                               : " (the Python whose torch built "
+                                                 "trainrepro; set "
+                                                 "TRAINREPRO_FSDP2_PYTHON to choose "
+                                                 "another)"),
                              "fsdp2", probe_timeout_seconds);
 }
 
@@ -124,36 +103,17 @@ DeepSpeedPython probe_worker_python(std::vector<std::string> command, const std:
   PrivateFolder folder;
   RankLaunch launch;
   std::vector<std::string> arguments = with_private_caches(python.command, folder.path());
-  arguments.insert(arguments.end(), {"-c", kProbeProgram, engine});
+  const std::string answer_path = folder.path() + "/probe-answer.json";
+  arguments.insert(arguments.end(), {"-c", kProbeProgram, engine, answer_path});
   try {
-    launch = launch_process_group(arguments, probe_timeout_seconds,
-                                  folder.path() + "/probe-output.txt");
+    launch =
+        launch_process_group(arguments, probe_timeout_seconds, folder.path() + "/probe-output.txt");
   } catch (const std::runtime_error& error) {
     throw DeepSpeedPythonError(option + ": cannot run " + named + ": " + error.what());
   }
   end_if_stopped(launch, folder);
-  const std::string versions_text = last_line_with(launch.output, kVersionsMarker);
-  if (launch.exit_code != 0 || versions_text.empty()) {
-    const std::string missing = last_line_with(launch.output, "missing: ");
-    if (!missing.empty()) {
-      throw DeepSpeedPythonError(option + ": " + named + " has no " + printable(missing) +
-                                 "; install it into that Python, or name one that has it");
-    }
-    throw DeepSpeedPythonError(
-        option + ": " + named +
-        (launch.timed_out ? " did not answer within " + std::to_string(probe_timeout_seconds) +
-                                " s (--rank-timeout)"
-                          : " failed (exit code " + std::to_string(launch.exit_code) + ")") +
-        " when asked for its torch" + (engine == "deepspeed" ? " and deepspeed" : "") +
-        "; its output:\n" + printable_output_tail(launch.output));
-  }
-  const nlohmann::json versions = nlohmann::json::parse(versions_text, nullptr, false);
-  if (!versions.is_object()) {
-    throw DeepSpeedPythonError(option + ": " + named + " answered " +
-                               printable_excerpt(versions_text, 200));
-  }
-  python.versions = {versions.value("deepspeed", ""), versions.value("torch", ""),
-                     versions.value("python", ""), engine};
+  python.versions = read_probe_answer(read_probe_answer_file(answer_path), launch, option, named,
+                                      engine, probe_timeout_seconds);
   return python;
 }
 
@@ -175,9 +135,10 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
     const auto outside =
         settings_acting_outside_the_run(job.value("deepspeed", nlohmann::json::object()));
     if (!outside.empty()) {
-      throw std::logic_error("internal error: a config that makes DeepSpeed act outside the run "
-                             "reached the worker unchecked (/deepspeed" +
-                             outside.front().pointer + ")");
+      throw std::logic_error(
+          "internal error: a config that makes DeepSpeed act outside the run "
+          "reached the worker unchecked (/deepspeed" +
+          outside.front().pointer + ")");
     }
   }
   PrivateFolder folder;
@@ -193,8 +154,9 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
   remove_shared_memory_buffers(prefix + ".port");
   end_if_stopped(launch, folder);
   if (launch.timed_out) {
-    throw WorkerTraceError("the " + std::string(python.versions.engine == "fsdp2" ? "FSDP2" : "DeepSpeed") + " worker did not finish within " +
-                           std::to_string(timeout_seconds) +
+    throw WorkerTraceError("the " +
+                           std::string(python.versions.engine == "fsdp2" ? "FSDP2" : "DeepSpeed") +
+                           " worker did not finish within " + std::to_string(timeout_seconds) +
                            " s (--rank-timeout) and was "
                            "killed; its output:\n" +
                            printable_output_tail(launch.output));

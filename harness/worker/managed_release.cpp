@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include <torch/headeronly/version.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/files/environment_values.h"
@@ -15,6 +16,7 @@
 #include "harness/json/printable.h"
 #include "harness/worker/private_folder.h"
 #include "harness/worker/release_manifest.h"
+#include "harness/worker/unrunnable_releases.h"
 
 namespace trainrepro {
 namespace {
@@ -26,7 +28,7 @@ constexpr int kInstallTimeoutSeconds = 1800;
 constexpr int kReleasePartDigits = 6;  // install_release.py RELEASE agrees
 constexpr int kInstallerBadInput = 2;  // no such release, or a bad version or environment value
 constexpr int kListTimeoutSeconds = 120;
-constexpr size_t kOutputShown = 4000;         // bytes of an installer's output in a message
+constexpr size_t kOutputShown = 4000;            // bytes of an installer's output in a message
 constexpr std::streamsize kListLimit = 4 << 20;  // PyPI's 133 releases list in 2.3 KB
 
 std::string tail_lines(const std::string& text, int lines) {
@@ -51,6 +53,12 @@ std::string read_output(const std::string& path, std::streamsize limit) {
   return text;
 }
 
+// The torch a release runs over: the torch Python's, the one this build's LibTorch came from.
+std::string built_torch_version() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR) + "." +
+         std::to_string(TORCH_VERSION_PATCH);
+}
+
 // Runs the compiled-in installer with the torch Python; its exit code says what went wrong.
 void install_release(const std::string& release, const std::string& home, ReleaseStamp stamp) {
   const std::string torch_python = torch_python_executable();
@@ -66,7 +74,8 @@ void install_release(const std::string& release, const std::string& home, Releas
   RankLaunch launch;
   const std::string output = folder.path() + "/install-output.txt";
   try {
-    launch = launch_process_group({torch_python, folder.path() + "/install_release.py", release, home},
+    launch = launch_process_group({torch_python, folder.path() + "/install_release.py", release,
+                                   home, pip_downloads_directory()},
                                   kInstallTimeoutSeconds, output);
   } catch (const std::runtime_error& error) {
     throw DeepSpeedPythonError("--engine deepspeed==" + release + ": cannot run the torch Python " +
@@ -95,9 +104,9 @@ std::map<std::string, bool> published_releases() {
   const std::string list = folder.path() + "/releases.json";
   const std::string output = folder.path() + "/list-output.txt";
   try {
-    launch = launch_process_group(
-        {torch_python, folder.path() + "/install_release.py", "--list", list}, kListTimeoutSeconds,
-        output);
+    launch =
+        launch_process_group({torch_python, folder.path() + "/install_release.py", "--list", list},
+                             kListTimeoutSeconds, output);
   } catch (const std::runtime_error& error) {
     throw DeepSpeedPythonError("the DeepSpeed release list: cannot run the torch Python " +
                                torch_python + ": " + error.what());
@@ -110,8 +119,8 @@ std::map<std::string, bool> published_releases() {
   if (launch.exit_code != 0 || launch.timed_out) {
     throw DeepSpeedPythonError(
         "the DeepSpeed release list could not be read from PyPI" +
-        (launch.timed_out ? " within " + std::to_string(kListTimeoutSeconds) + " s" : "") +
-        ":\n" + tail_lines(read_output(output, 1 << 20), 8));
+        (launch.timed_out ? " within " + std::to_string(kListTimeoutSeconds) + " s" : "") + ":\n" +
+        tail_lines(read_output(output, 1 << 20), 8));
   }
   const std::string text = read_output(list, kListLimit);
   const nlohmann::json listed = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -145,9 +154,11 @@ bool is_release_text(const std::string& text) {
 
 void require_release_text(const std::string& text, const std::string& where) {
   if (is_release_text(text)) return;
-  throw DeepSpeedReleaseError(where + ": expected a release as MAJOR.MINOR.PATCH in ASCII "
-                              "digits, at most " + std::to_string(kReleasePartDigits) +
-                              " each (e.g. 0.18.6); found " + printable_excerpt(text));
+  throw DeepSpeedReleaseError(where +
+                              ": expected a release as MAJOR.MINOR.PATCH in ASCII "
+                              "digits, at most " +
+                              std::to_string(kReleasePartDigits) + " each (e.g. 0.18.6); found " +
+                              printable_excerpt(text));
 }
 
 std::vector<std::string> deepspeed_releases_between(const std::string& good,
@@ -201,6 +212,11 @@ std::string deepspeed_release_home(const std::string& release) {
 
 DeepSpeedPython managed_deepspeed_python(const std::string& release, int probe_timeout_seconds) {
   const std::string home = deepspeed_release_home(release);
+  // Known not to run over this torch: refused before minutes of installing end the same way.
+  if (const auto reason = why_release_cannot_run(release, built_torch_version())) {
+    throw DeepSpeedReleaseError("--engine deepspeed==" + release + ": refused: " + *reason +
+                                " (harness/worker/unrunnable_releases.cpp; docs/releases.md)");
+  }
   const ReleaseStamp stamp = read_release_stamp(home);
   if (stamp == ReleaseStamp::missing && offline_requested()) {
     throw DeepSpeedPythonError("--engine deepspeed==" + release + ": not installed in " + home +

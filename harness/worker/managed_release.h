@@ -44,7 +44,7 @@ std::string deepspeed_release_home(const std::string& release);
 // The release's Python: installed first when its stamp is missing (unless TRAINREPRO_OFFLINE:
 // DeepSpeedPythonError), its files checked against the stamp's list (check_installed_release),
 // then asked for its versions within probe_timeout_seconds. Throws DeepSpeedReleaseError (no such
-// release), DeepSpeedPythonError (no network, pip failed, it does not import, a file is missing),
+// release, or one known not to run over this torch: why_release_cannot_run), DeepSpeedPythonError (no network, pip failed, it does not import, a file is missing),
 // CacheFolderError or EnvironmentValueError.
 DeepSpeedPython managed_deepspeed_python(const std::string& release, int probe_timeout_seconds);
 

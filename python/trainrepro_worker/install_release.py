@@ -1,7 +1,7 @@
 """Installs one DeepSpeed release from PyPI into trainrepro's cache, over the torch of the Python
 that runs this script (never a second torch, never into that Python itself):
 
-    python install_release.py VERSION HOME
+    python install_release.py VERSION HOME [DOWNLOADS]
     python install_release.py --list [FILE] (every final release as JSON: {"0.18.6": false, …},
                                           true for a yanked one; for `trainrepro bisect`; into
                                           FILE when given, else after a marker on stdout)
@@ -15,6 +15,11 @@ by an earlier trainrepro, whose stamp lists no files, has its files listed as th
 install is redone from scratch; concurrent installs of one release wait for each other
 (HOME.lock). Temporary files live in HOME.tmp (removed at the end and by the next install); pip
 dies with this installer and this installer with its parent (install_guard.py).
+
+What pip downloads (the sdist, the requirements' wheels, the build tools) is kept in DOWNLOADS
+(trainrepro passes ~/.cache/trainrepro/pip-downloads, whatever cache HOME is in; without it,
+pip-downloads beside HOME) and installed from there: a reinstall, another cache, or another
+release with the same requirements fetches nothing it fetched before (download_store.py).
 
 TRAINREPRO_OFFLINE (1/true/yes, or 0/false/no/empty) forbids reaching the network;
 TRAINREPRO_PYPI_JSON names another release list (release_index.py).
@@ -39,6 +44,8 @@ import tarfile
 import tempfile
 import time
 
+from download_store import install_from_store, sdist_from_store, store_folder
+from import_check import check_import
 from install_guard import Stopped, exit_code_of, guard_installer, private_temporary_folder, \
     run_guarded
 from release_index import excerpt, fail, index_url, is_release, named, published_releases
@@ -76,10 +83,17 @@ def nearest(version, releases, count=4):
     return chosen[:count]
 
 
-def pip(*arguments, env=None):
+def run_pip(*arguments, env=None):
+    """pip's CompletedProcess (stdout and stderr together). Its own cache is off: what it
+    downloads is kept in the download store instead (download_store.py says why)."""
     command = [sys.executable, "-m", "pip", *arguments, "--quiet", "--no-cache-dir",
                "--progress-bar", "off", "--disable-pip-version-check"]
-    result = run_guarded(command, env=env)
+    return run_guarded(command, env=env)
+
+
+def pip(*arguments, env=None):
+    """run_pip, ending the install (exit 3) with pip's last lines when it fails."""
+    result = run_pip(*arguments, env=env)
     if result.returncode != 0:
         tail = "\n".join(result.stdout.strip().splitlines()[-15:])
         unreachable = any(word in tail for word in ("NewConnectionError", "Network is unreachable",
@@ -169,7 +183,7 @@ def list_earlier_install(version, home):
     return True
 
 
-def install(version, home):
+def install(version, home, downloads=None):
     started = time.monotonic()
     say(f"installing deepspeed=={version} into {home} (once; later runs reuse it)")
     shutil.rmtree(home, ignore_errors=True)
@@ -177,36 +191,32 @@ def install(version, home):
     os.makedirs(site)
     os.makedirs(deps)
     scratch = tempfile.mkdtemp(prefix="sdist-")  # inside the private TMPDIR
-    pip("download", f"deepspeed=={version}", "--no-deps", "--no-binary", ":all:", "-d", scratch)
-    sdists = [f for f in os.listdir(scratch) if f.endswith((".tar.gz", ".zip"))]
-    if len(sdists) != 1:
-        fail(3, f"pip download left {sorted(os.listdir(scratch))}, not one sdist")
-    sdist = os.path.join(scratch, sdists[0])
+    store = store_folder(home, downloads)
+    sdist, fetched = sdist_from_store(store, version, scratch, pip, fail)
     requirements = requirements_of(sdist)
     if requirements:
-        pip("install", "--target", deps, *requirements)
+        fetched |= install_from_store(store, deps, requirements, run_pip, pip)
     # setup.py imports torch: build against the venv's torch (no build isolation, which
     # would download torch again); wheel and setuptools serve the build only.
     build_tools = os.path.join(scratch, "build-tools")
-    pip("install", "--target", build_tools, "wheel", "setuptools<81")
+    fetched |= install_from_store(store, build_tools, ["wheel", "setuptools<81"], run_pip, pip)
+    say(f"downloads {'fetched into' if fetched else 'all found in'} {store}")
     env = dict(os.environ, PYTHONPATH=f"{build_tools}:{deps}", DS_BUILD_OPS="0",
                DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu"))
     pip("install", "--target", site, "--no-deps", "--no-build-isolation", sdist, env=env)
-    check = run_guarded(
-        [sys.executable, "-c", "import deepspeed, torch, sys; "
-         "print('TRAINREPRO-IMPORTED', deepspeed.__version__, deepspeed.__file__, torch.__file__)"],
-        env=dict(os.environ, PYTHONPATH=f"{site}:{deps}", PYTHONDONTWRITEBYTECODE="1",
-                 TORCHINDUCTOR_CACHE_DIR=os.path.join(os.environ["TMPDIR"], "torchinductor"),
-                 DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu")))
-    line = next((l for l in check.stdout.splitlines() if l.startswith("TRAINREPRO-IMPORTED ")), "")
-    words = line.split()[1:]
-    if check.returncode != 0 or len(words) != 3:
-        tail = "\n".join(check.stdout.strip().splitlines()[-8:])
-        fail(3, f"deepspeed {version} was installed but does not import:\n{tail}")
-    if words[0] != version or not words[1].startswith(site):
-        fail(3, f"the installed package is deepspeed {words[0]} from {words[1]}, not {version} from {site}")
-    if words[2].startswith(home):
-        fail(3, f"torch was installed again into {home}: {words[2]}")
+    answer, reason = check_import(
+        run_guarded, sys.executable,
+        dict(os.environ, PYTHONPATH=f"{site}:{deps}", PYTHONDONTWRITEBYTECODE="1",
+             TORCHINDUCTOR_CACHE_DIR=os.path.join(os.environ["TMPDIR"], "torchinductor"),
+             DS_ACCELERATOR=os.environ.get("DS_ACCELERATOR", "cpu")),
+        os.path.join(scratch, "import-answer.json"))
+    if reason is not None:
+        fail(3, f"deepspeed {version} was installed but does not import: {reason}")
+    if answer["deepspeed"] != version or not answer["deepspeed_file"].startswith(site):
+        fail(3, f"the installed package is deepspeed {answer['deepspeed']} from "
+                f"{answer['deepspeed_file']}, not {version} from {site}")
+    if answer["torch_file"].startswith(home):
+        fail(3, f"torch was installed again into {home}: {answer['torch_file']}")
     write_stamp(home, version, time.monotonic() - started)
     say(f"deepspeed=={version} installed in {time.monotonic() - started:.0f} s")
 
@@ -225,7 +235,7 @@ def list_releases(arguments):
     os.replace(arguments[0] + ".partial", arguments[0])
 
 
-def install_once(version, home):
+def install_once(version, home, downloads=None):
     """Installs under HOME.lock, its temporary files in HOME.tmp; a stop signal or a failure
     removes the partial HOME and HOME.tmp."""
     with open(home + ".lock", "w") as lock:
@@ -246,7 +256,7 @@ def install_once(version, home):
         private_temporary_folder(home + ".tmp")
         finished = False
         try:
-            install(version, home)
+            install(version, home, downloads)
             finished = True
         finally:
             shutil.rmtree(home + ".tmp", ignore_errors=True)
@@ -259,9 +269,10 @@ def main():
     if sys.argv[1:2] == ["--list"] and len(sys.argv) <= 3:
         list_releases(sys.argv[2:])
         return
-    if len(sys.argv) != 3:
-        fail(2, "usage: install_release.py VERSION HOME | --list [FILE]")
+    if len(sys.argv) not in (3, 4):
+        fail(2, "usage: install_release.py VERSION HOME [DOWNLOADS] | --list [FILE]")
     version, home = sys.argv[1], os.path.abspath(sys.argv[2])
+    downloads = os.path.abspath(sys.argv[3]) if len(sys.argv) == 4 else None
     if not is_release(version):
         fail(2, f"deepspeed=={excerpt(version)}: expected a release as MAJOR.MINOR.PATCH in "
                 "ASCII digits, at most 6 each (0.18.8)")
@@ -269,7 +280,7 @@ def main():
     if installed(home):
         return
     os.makedirs(os.path.dirname(home), mode=0o700, exist_ok=True)
-    install_once(version, home)
+    install_once(version, home, downloads)
 
 
 if __name__ == "__main__":

@@ -213,6 +213,21 @@ SCENARIOS = [
                                                  "warmup_num_steps": -1}}}),
 ]
 
+# The one every release of the sweep in docs/releases.md trains (0.14.0 on): a correct window
+# whose verdict no release's defaults move (clipping set, SGD: no op for DeepSpeed to compile),
+# in float32; its memory is memory/'s subject (a 22-step census costs minutes a release).
+SCENARIOS.append(dict(
+    scenario("sgd-gas4-trains-on-every-release",
+             "A correct SGD window of GAS 4 with clipping set: every DeepSpeed release that runs "
+             "here trains it as the golden does (the release sweep of docs/releases.md).",
+             ["regression-test", "deepspeed-version"], PASS,
+             deepspeed={"gradient_accumulation_steps": 4, "gradient_clipping": 1.0,
+                        "optimizer": {"type": "SGD", "params": {"lr": 0.1}}},
+             remove=("train_batch_size",)),
+    dtype="float32",
+    memory={"judge": False, "reason": "the sweep asks whether a release trains; memory is "
+                                      "judged by scenarios/memory"}))
+
 
 def main():
     for old in HERE.glob("*.json"):

@@ -85,6 +85,9 @@ add_cli_test(run-unexpected-config-error-fails 1
 add_cli_test(run-help-documents-exit-codes 0
   [=[Exit codes:.*0  every expectation met.*1  an expectation was not met.*2  bad scenario.*3  infrastructure]=]
   run --help)
+add_cli_test(bisect-help-documents-skipped-releases 0
+  [=[is skipped with its reason, as git bisect.*3  infrastructure: .*fewer than two.*releases of the range could run]=]
+  bisect --help)
 add_cli_test(no-subcommand-is-usage-error 2 [=[subcommand]=])
 add_cli_test(unknown-option-is-usage-error 2
   [=[--frobnicate]=]

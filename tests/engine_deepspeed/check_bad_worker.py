@@ -29,6 +29,8 @@ def main():
     failures = []
     cases = {  # mode: (exit code, text expected in the output)
         "no-deepspeed": (3, "has no deepspeed (ModuleNotFoundError"),
+        "probe-crashes": (3, "was killed by signal 11 before answering when asked for its torch "
+                             "and deepspeed, and printed nothing"),
         "absent": (3, "the worker ended without writing its trace (worker exit code 139)"),
         "truncated": (3, "not a JSON object (truncated"),
         "bad-tensors": (3, "trace.safetensors"),
@@ -43,7 +45,7 @@ def main():
                 failures.append(f"{mode}: exit {completed.returncode}, expected {code}:\n{output}")
             elif text not in output:
                 failures.append(f"{mode}: the output lacks {text!r}:\n{output}")
-            elif mode == "no-deepspeed" and results.exists():
+            elif mode in ("no-deepspeed", "probe-crashes") and results.exists():
                 failures.append(f"{mode}: the results folder was written before the Python was "
                                 "found wanting")
             else:

@@ -79,9 +79,12 @@ def main():
             index.write_text(json.dumps({"releases": {
                 RELEASE: [{"filename": f"deepspeed-{RELEASE}.tar.gz", "yanked": False}]}}))
             env = {k: v for k, v in os.environ.items() if k != "TRAINREPRO_OFFLINE"}
+            # A download store of its own (XDG_CACHE_HOME): the machine's shared one may hold
+            # the release's sdist, and the install would not wait on the silent index.
             env.update(TRAINREPRO_CACHE=str(cache), TRAINREPRO_PYPI_JSON=index.as_uri(),
                        TMPDIR=str(temporary), PIP_INDEX_URL=f"http://127.0.0.1:{port}/simple",
-                       PIP_TIMEOUT="600", PIP_RETRIES="0")
+                       PIP_TIMEOUT="600", PIP_RETRIES="0",
+                       XDG_CACHE_HOME=str(pathlib.Path(folder) / "xdg"))
             seen = len(connections)
             trainrepro_process = subprocess.Popen(
                 [trainrepro, "run", SCENARIO, "--engine", f"deepspeed=={RELEASE}"], cwd=ROOT,

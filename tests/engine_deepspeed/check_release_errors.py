@@ -115,14 +115,24 @@ def main():
              "bisect: deepspeed 0.18.5 was yanked from PyPI"),
             ("bisect same release", bisect("0.18.6", "0.18.6"), {}, 2,
              "bisect: --good and --bad are the same release, 0.18.6"),
+            # Known not to run over this torch (harness/worker/unrunnable_releases.cpp): refused
+            # before the release list is read or anything installed.
+            ("run a release refused up front", run("deepspeed==0.14.2"), {}, 2,
+             "--engine deepspeed==0.14.2: refused: DeepSpeed 0.14.2 cannot run over torch 2.11.0",
+             {"no_release_folder": True}),
             ("bisect reference engine", bisect("0.18.4", "0.19.0", "reference"), {}, 2,
              "bisect: --engine must be deepspeed"),
             ("bisect no network", bisect("0.18.4", "0.19.0"),
              {"TRAINREPRO_PYPI_JSON": "http://127.0.0.1:9/"}, 3,
              "cannot reach the package index TRAINREPRO_PYPI_JSON=http://127.0.0.1:9/"),
-            # The release list is read, the first probe cannot install: the search stops there.
+            # The release list is read, no release may be installed: each is skipped with its
+            # reason, and with nothing to compare the search ends (exit 3).
             ("bisect offline", bisect("0.18.4", "0.19.0"), {"TRAINREPRO_OFFLINE": "1"}, 3,
-             "bisect stopped: deepspeed 0.18.4 gave no outcome to compare"),
+             "could not run (skipped): 0.18.4 (--engine deepspeed==0.18.4: not installed in"),
+            ("bisect offline, nothing to compare", bisect("0.18.4", "0.19.0"),
+             {"TRAINREPRO_OFFLINE": "1"}, 3,
+             "bisect: no release of the range could run: nothing to compare; 3 probes of 3 "
+             "releases"),
             ("bisect Unicode-digit release", bisect("\u0660.\u0661\u0669.\u0668", "0.19.0"),
              {}, 2, "bisect: --good: expected a release as MAJOR.MINOR.PATCH in ASCII digits",
              {"no_release_folder": True}),
@@ -143,7 +153,10 @@ def main():
             cache = folder / name.replace(" ", "-")
             results = folder / (name.replace(" ", "-") + "-results")
             env = {k: v for k, v in os.environ.items() if k != "TRAINREPRO_OFFLINE"}
-            env.update(TRAINREPRO_CACHE=str(cache), TRAINREPRO_PYPI_JSON=index.as_uri())
+            # The download store is shared by every cache (~/.cache/trainrepro/pip-downloads):
+            # one of its own keeps the machine's stored sdists from installing these offline.
+            env.update(TRAINREPRO_CACHE=str(cache), TRAINREPRO_PYPI_JSON=index.as_uri(),
+                       XDG_CACHE_HOME=str(folder / "xdg"))
             env.update(extra)
             if arguments[0] == "run":
                 arguments = arguments + ["--results", str(results)]

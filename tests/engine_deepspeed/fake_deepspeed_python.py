@@ -2,18 +2,26 @@
 """A stand-in for a DeepSpeed Python (TRAINREPRO_DEEPSPEED_PYTHON) that misbehaves as
 FAKE_DEEPSPEED_MODE says, for check_bad_worker.py: `no-deepspeed` (the probe finds no deepspeed),
 `absent` (the worker writes no trace), `truncated` (half a trace JSON), `bad-tensors` (a trained
-trace whose safetensors file is cut short), `raises` (the worker's error status with a traceback)."""
+trace whose safetensors file is cut short), `raises` (the worker's error status with a
+traceback), `probe-crashes` (the probe dies by SIGSEGV before answering). The probe logs an INFO line on stdout first, as DeepSpeed 0.17.5 does."""
 import json
 import os
+import signal
 import sys
 
 mode = os.environ.get("FAKE_DEEPSPEED_MODE", "")
-if sys.argv[1] == "-c":  # trainrepro's probe
+if sys.argv[1] == "-c":  # trainrepro's probe: -c PROGRAM ENGINE ANSWER_FILE
+    if mode == "probe-crashes":  # a crash in native code on import: no answer, no output
+        os.kill(os.getpid(), signal.SIGSEGV)
+    # What a release may log on import, on stdout: never taken for the answer.
+    print("[2026-12-06 06:20:12,343] [INFO] [real_accelerator.py:260:get_accelerator] Setting "
+          "ds_accelerator to cpu (override)")
     if mode == "no-deepspeed":
-        print("missing: deepspeed (ModuleNotFoundError: No module named 'deepspeed')")
-        sys.exit(3)
-    print('TRAINREPRO-VERSIONS {"deepspeed": "0.19.8", "torch": "2.11.0", "python": "3.11.7"}')
-    sys.exit(0)
+        answer = {"missing": "deepspeed", "error": "ModuleNotFoundError: No module named 'deepspeed'"}
+    else:
+        answer = {"engine": "deepspeed", "deepspeed": "0.19.8", "torch": "2.11.0", "python": "3.11.7"}
+    json.dump(answer, open(sys.argv[4], "w"))
+    sys.exit(3 if mode == "no-deepspeed" else 0)
 job = json.load(open(sys.argv[2]))
 prefix = job["trace"]
 header = {"format": "trainrepro-deepspeed-trace", "format_version": 2}

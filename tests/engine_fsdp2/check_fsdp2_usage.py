@@ -20,11 +20,11 @@ def main():
         results = os.path.join(folder, "results")
         no_torch = os.path.join(folder, "python-without-torch")
         with open(no_torch, "w") as out:
-            # The probe's own program, run by a Python whose path holds only the standard
-            # library: torch cannot be imported.
+            # The probe's own program (-c PROGRAM ENGINE ANSWER_FILE), run by a Python whose
+            # path holds only the standard library: torch cannot be imported.
             out.write(f"#!/bin/sh\nexec {sys.executable} -I -c "
                       "'import sys; sys.path = [p for p in sys.path if \"-packages\" not in p]; "
-                      "sys.argv = sys.argv[1:]; exec(sys.argv[0])' \"$2\" \"$3\"\n")
+                      "sys.argv = sys.argv[1:]; exec(sys.argv[0])' \"$2\" \"$3\" \"$4\"\n")
         os.chmod(no_torch, 0o755)
         cases = [
             (["run", config_error, "--engine", "fsdp3"], {}, 2,

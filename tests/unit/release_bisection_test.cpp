@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,14 +24,17 @@ std::vector<std::string> releases(int count) {
 struct FakeProbes {
   int first_bad = 0;
   Outcome bad_outcome = Outcome::failed;
-  std::optional<int> error_at = std::nullopt;
+  std::set<int> cannot_run = {};  // release indexes that give no outcome (an error)
   std::vector<std::string> asked = {};
   ScenarioResult operator()(const std::string& release) {
     asked.push_back(release);
     const int index = std::stoi(release.substr(release.rfind('.') + 1));
     ScenarioResult result;
     result.verdict.outcome = index >= first_bad ? bad_outcome : Outcome::passed;
-    if (error_at && index == *error_at) result.verdict.outcome = Outcome::error;
+    if (cannot_run.count(index) != 0) {
+      result.verdict.outcome = Outcome::error;
+      result.verdict.found = "deepspeed 0.18." + std::to_string(index) + " does not import";
+    }
     return result;
   }
 };
@@ -60,7 +64,7 @@ TEST(ReleaseBisection, SameOutcomeAtBothEndsSearchesNothing) {
   FakeProbes probes{100};
   const ReleaseBisection found = search(probes, 9);
   EXPECT_FALSE(found.first_bad);
-  EXPECT_FALSE(found.stopped_at);
+  EXPECT_TRUE(found.skipped.empty());
   EXPECT_EQ(probes.asked.size(), 2u);
 }
 
@@ -71,13 +75,76 @@ TEST(ReleaseBisection, ADifferentOutcomeIsBadWhateverItIs) {
   EXPECT_EQ(*found.first_bad, "0.18.3");
 }
 
-TEST(ReleaseBisection, AProbeErrorStopsTheSearchAndNamesTheRelease) {
-  FakeProbes probes{6};
-  probes.error_at = 4;
+std::vector<std::string> named(std::initializer_list<int> indexes) {
+  std::vector<std::string> names;
+  for (const int i : indexes) names.push_back("0.18." + std::to_string(i));
+  return names;
+}
+
+// Like `git bisect skip`: a release in the middle that cannot run is skipped and the search
+// narrows around it to the exact release, for every place the change can be.
+TEST(ReleaseBisection, AnUnrunnableReleaseInTheMiddleIsSkippedAndTheSearchGoesOn) {
+  for (int first_bad = 1; first_bad < 9; ++first_bad) {
+    FakeProbes probes{first_bad};
+    probes.cannot_run = {4};
+    const ReleaseBisection found = search(probes, 9);
+    ASSERT_TRUE(found.first_bad) << first_bad;
+    if (first_bad == 4 || first_bad == 5) {
+      // 0.18.4 stands between the last good and the first bad release: either may be it.
+      EXPECT_EQ(*found.last_good, "0.18.3") << first_bad;
+      EXPECT_EQ(*found.first_bad, "0.18.5") << first_bad;
+      EXPECT_EQ(found.undecided, named({4})) << first_bad;
+    } else {
+      EXPECT_EQ(*found.first_bad, "0.18." + std::to_string(first_bad));
+      EXPECT_EQ(*found.last_good, "0.18." + std::to_string(first_bad - 1));
+      EXPECT_TRUE(found.undecided.empty()) << first_bad;
+    }
+    EXPECT_EQ(found.good_end, "0.18.0");
+    EXPECT_EQ(found.bad_end, "0.18.8");
+    // 0.18.4 is the first middle probed: skipped once, never asked again.
+    EXPECT_EQ(std::count(probes.asked.begin(), probes.asked.end(), "0.18.4"), 1) << first_bad;
+    EXPECT_EQ(found.skipped, named({4})) << first_bad;
+  }
+}
+
+TEST(ReleaseBisection, SeveralUnrunnableReleasesNarrowTheAnswerToThem) {
+  FakeProbes probes{5};
+  probes.cannot_run = {2, 3, 4};
   const ReleaseBisection found = search(probes, 9);
-  EXPECT_FALSE(found.first_bad);
-  ASSERT_TRUE(found.stopped_at);
-  EXPECT_EQ(*found.stopped_at, "0.18.4");
+  ASSERT_TRUE(found.first_bad);
+  EXPECT_EQ(*found.last_good, "0.18.1");
+  EXPECT_EQ(*found.first_bad, "0.18.5");
+  EXPECT_EQ(found.undecided, named({2, 3, 4}));
+  EXPECT_EQ(found.skipped.size(), 3u);
+}
+
+TEST(ReleaseBisection, AnEndThatCannotRunIsReplacedByTheNearestReleaseInside) {
+  FakeProbes probes{6};
+  probes.cannot_run = {0, 1, 8};
+  const ReleaseBisection found = search(probes, 9);
+  EXPECT_EQ(found.good_end, "0.18.2");
+  EXPECT_EQ(found.bad_end, "0.18.7");
+  ASSERT_TRUE(found.first_bad);
+  EXPECT_EQ(*found.first_bad, "0.18.6");
+  EXPECT_EQ(*found.last_good, "0.18.5");
+  EXPECT_EQ(found.skipped, named({0, 1, 8}));
+}
+
+TEST(ReleaseBisection, NoTwoReleasesThatRunGiveNoEnds) {
+  FakeProbes none{3};
+  none.cannot_run = {0, 1, 2, 3};
+  const ReleaseBisection nothing = search(none, 4);
+  EXPECT_FALSE(nothing.good_end);
+  EXPECT_FALSE(nothing.first_bad);
+  EXPECT_EQ(nothing.skipped.size(), 4u);
+  EXPECT_EQ(none.asked.size(), 4u);  // each asked once
+
+  FakeProbes one{3};
+  one.cannot_run = {0, 1, 2};
+  const ReleaseBisection alone = search(one, 4);
+  EXPECT_EQ(alone.good_end, "0.18.3");
+  EXPECT_FALSE(alone.bad_end);
+  EXPECT_EQ(one.asked.size(), 4u);
 }
 
 // --good newer than --bad: the releases run newest first and the search finds the fix.
@@ -119,7 +186,7 @@ TEST(EngineChoice, ReleasesAreAsciiDigitsOfBoundedLength) {
   EXPECT_TRUE(is_release_text("123456.0.1"));
   for (const std::string& bad : std::vector<std::string>{
            "\u0660.\u0661\u0669.\u0668", "0.18.6.1", "0..6", ".18.6", "0.18.", "1234567.0.1",
-        "0.18.6\n", "0.1e1.6", "0." + std::string(10000, '1') + ".8"}) {
+           "0.18.6\n", "0.1e1.6", "0." + std::string(10000, '1') + ".8"}) {
     EXPECT_FALSE(is_release_text(bad)) << bad.substr(0, 20);
   }
   try {
