@@ -31,12 +31,7 @@ class Fsdp2WorkerEngine : public WorkerTrainingEngine {
   }
 
   std::optional<Verdict> refusal(const Scenario& scenario, const Plan& plan) const override {
-    auto reason = unsupported_by_fsdp2_worker(scenario, plan);
-    if (!reason) return std::nullopt;
-    Verdict verdict;
-    verdict.outcome = Outcome::skipped;
-    verdict.found = std::move(*reason);
-    return verdict;
+    return skipped_for(unsupported_by_fsdp2_worker(scenario, plan));
   }
 
   std::variant<Trace, Verdict> train(const Scenario& scenario, const Plan& plan,

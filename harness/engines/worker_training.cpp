@@ -211,6 +211,14 @@ nlohmann::json fsdp2_job(const Scenario& scenario, const Plan& plan, const Golde
   return job;
 }
 
+std::optional<Verdict> WorkerTrainingEngine::skipped_for(std::optional<std::string> reason) {
+  if (!reason) return std::nullopt;
+  Verdict verdict;
+  verdict.outcome = Outcome::skipped;
+  verdict.found = std::move(*reason);
+  return verdict;
+}
+
 Plan WorkerTrainingEngine::plan_trained(const Scenario& scenario, Plan plan,
                                         std::vector<std::string>& warnings) const {
   if (plan.dtype == EngineDtype::float64) {

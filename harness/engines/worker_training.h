@@ -47,6 +47,10 @@ class WorkerTrainingEngine : public TrainingEngine {
                     std::vector<std::string>& warnings) const override;
 
  protected:
+  // A worker engine skips what it cannot run (the scenario is not wrong: this engine lacks
+  // it): `reason` as a skipped verdict, or nothing when there is none.
+  static std::optional<Verdict> skipped_for(std::optional<std::string> reason);
+
   // Trains `job` on the worker: its trace (initial parameters from the golden, memory as its
   // census counts it), or the verdict that takes training's place (skipped: the engine's
   // reason; failed: DeepSpeed refused a config the release model accepts; error: the worker's
