@@ -19,6 +19,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "python" / "trainrepro_worker"))
+from checklist import Checklist  # noqa: E402  (this folder: the checks and their summary)
 import download_store  # noqa: E402
 
 
@@ -57,13 +58,8 @@ def fail(code, message):
 
 
 def main():
-    failures, checked = [], []
-
-    def expect(condition, what):
-        checked.append(what)
-        print(("ok    " if condition else "FAIL  ") + what)
-        if not condition:
-            failures.append(what)
+    checks = Checklist("download store")
+    expect = checks.expect
 
     with tempfile.TemporaryDirectory(prefix="trainrepro-download-store-") as folder:
         folder = pathlib.Path(folder)
@@ -101,8 +97,7 @@ def main():
         expect(not fetched and len(pip.asked) == before + 1 and len(pip.downloads()) == 2,
                "a second install of the same requirements fetches nothing")
 
-    print(f"download store: {len(checked) - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return checks.finish()
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 sys.path.insert(0, str(ROOT / "python" / "trainrepro_worker"))
+from checklist import Checklist  # noqa: E402  (this folder: the checks and their summary)
 from import_check import check_import  # noqa: E402
 
 INFO_LINE = ("[2026-12-06 06:20:12,343] [INFO] [real_accelerator.py:260:get_accelerator] "
@@ -45,13 +46,8 @@ def probe(folder, name, deepspeed_body):
 
 
 def main():
-    failures, checked = [], []
-
-    def expect(condition, what):
-        checked.append(what)
-        print(("ok    " if condition else "FAIL  ") + what)
-        if not condition:
-            failures.append(what)
+    checks = Checklist("import check")
+    expect = checks.expect
 
     with tempfile.TemporaryDirectory(prefix="trainrepro-import-check-") as folder:
         folder = pathlib.Path(folder)
@@ -90,8 +86,7 @@ def main():
         expect(answer is None and reason is not None and reason.startswith("AttributeError"),
                f"a deepspeed without __version__ is named: {reason!r}")
 
-    print(f"import check: {len(checked) - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
+    return checks.finish()
 
 
 if __name__ == "__main__":
