@@ -1,6 +1,7 @@
 """The parent side of serving.py in Python, for its tests and its timing (the C++ side is not
 wired yet: docs/engines.md, "Ranks that serve job after job"): a set started, jobs handed over
 one by one, answers awaited with a timeout, a one-shot run of the same job for comparison."""
+import glob
 import json
 import os
 import pathlib
@@ -98,6 +99,13 @@ class ServingSet:
         except ProcessLookupError:
             pass
         self.process.wait()
+        # A killed coordinator cannot remove DeepSpeed's /dev/shm buffers (67 MB each): the
+        # parent does, by the set's port, as trainrepro does for a one-shot worker.
+        port = self.serve / "port"
+        if port.exists():
+            for path in glob.glob(f"/dev/shm/deepspeed_allreduce_buffer_*_127.0.0.1_"
+                                  f"{port.read_text().strip()}_*"):
+                os.unlink(path)
 
 
 def run_one_shot(python, job, folder):
