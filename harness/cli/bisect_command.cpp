@@ -90,10 +90,13 @@ std::string releases_and_reasons(const ReleaseBisection& bisection) {
 std::string probe_line(const ReleaseProbe& probe) {
   char seconds[32];
   std::snprintf(seconds, sizeof(seconds), "%.1f s", probe.result.seconds);
-  std::string line = "  deepspeed " + probe.release + "  " + bisection_outcome(probe.result) +
-                     " (" + seconds + ")";
+  // A release that gave no outcome is skipped, not an error of the search: said as such, with
+  // the seconds its install or import took.
+  const std::string outcome =
+      gave_outcome(probe.result) ? bisection_outcome(probe.result) : "skipped";
+  std::string line = "  deepspeed " + probe.release + "  " + outcome + " (" + seconds + ")";
   if (!gave_outcome(probe.result)) {
-    line += ", could not run, skipped:" + indented_reason(probe.result.verdict.found);
+    line += ", could not run:" + indented_reason(probe.result.verdict.found);
   } else if (probe.result.verdict.outcome != Outcome::passed) {
     line += ": " + first_line(probe.result.verdict.found);
   }
@@ -160,6 +163,7 @@ int run_bisect(const BisectArgs& args) {
   options.rank_timeout_seconds = args.rank_timeout_seconds;
   std::optional<std::string> infrastructure;  // why a release could not be probed
   auto probe = [&](const std::string& release) {
+    const auto probe_start = std::chrono::steady_clock::now();
     try {
       options.engine =
           worker_training_engine(managed_deepspeed_python(release, args.rank_timeout_seconds));
@@ -169,6 +173,7 @@ int run_bisect(const BisectArgs& args) {
       failed.verdict.outcome = Outcome::error;
       failed.verdict.error_source = ErrorSource::infrastructure;
       failed.verdict.found = error.what();
+      failed.seconds = seconds_since(probe_start);
       return failed;
     }
     return run_loaded_scenario(*attempt.scenario, options);

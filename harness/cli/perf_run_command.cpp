@@ -55,6 +55,7 @@ PerfContext context_of(const PerfRunArgs& args) {
   }
   context.working_directory = std::filesystem::current_path(error).string();
   context.scenario_paths = args.paths;
+  context.engines = args.engines;
   context.filter = args.filter;
   context.planted_slowdown = args.planted_slowdown;
   context.num_cpus = static_cast<int>(std::thread::hardware_concurrency());

@@ -1,6 +1,7 @@
 // `trainrepro watch [options] -- COMMAND…`: runs the user's own training command unchanged with
 // the watch module on its path (harness/watch/watch_launch.h), reads what each rank recorded,
-// judges it (harness/watch/judge_watched.h) and reports it.
+// judges it (harness/verdict/judge_watched.h) into a scenario's result
+// (harness/pipeline/watched_result.h) and reports it as a scenario run's results are reported.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -11,11 +12,12 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/watch_save_scenario.h"
 #include "harness/files/atomic_write.h"
+#include "harness/pipeline/watched_result.h"
+#include "harness/report/console_reporter.h"
 #include "harness/report/junit_reporter.h"
 #include "harness/report/results_json.h"
 #include "harness/report/watch_page.h"
-#include "harness/report/watch_report.h"
-#include "harness/report/watched_result.h"
+#include "harness/verdict/judge_watched.h"
 #include "harness/verdict/verdict.h"
 #include "harness/watch/watch_launch.h"
 #include "harness/watch/watched_process_ends.h"
@@ -91,9 +93,15 @@ std::string indented(const std::string& text) { return "      " + continued(text
 // The end of the command's output, all its messages need: the file may hold gigabytes.
 constexpr size_t kOutputTailBytes = 64 * 1024;
 
-// Fills the report from the ranks' recordings; returns the exit code.
-int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchReport& report,
-                     std::vector<RankRecording>& ranks) {
+// The watched run as a scenario's result, judged from the ranks' recordings (left in `ranks`);
+// `run` holds the command and what its launch said.
+ScenarioResult judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchedRun run,
+                                double seconds, std::vector<RankRecording>& ranks) {
+  // The command could not be watched: nothing judged, the problem says why (exit 3).
+  const auto not_watched = [&](std::string problem) {
+    run.problem = std::move(problem);
+    return watched_result(std::move(run), {}, {}, {}, seconds);
+  };
   const RankLaunch& launch = watched.launch;
   // Which processes a signal killed, when watch itself did not (--timeout kills them all).
   std::string killed;
@@ -114,51 +122,47 @@ int judge_recordings(const WatchArgs& args, const WatchLaunch& watched, WatchRep
   try {
     ranks = read_watch_recording(watched.recordings_folder);
   } catch (const std::exception& error) {
-    report.problem = std::string("the watch's recordings cannot be read: ") + error.what();
-    return kExitInfrastructure;
+    return not_watched(std::string("the watch's recordings cannot be read: ") + error.what());
   }
   const std::vector<int64_t> engines = ranks_with_an_engine(watched.recordings_folder);
   if (ranks.empty() && !engines.empty()) {
     std::string which;
     for (int64_t rank : engines) which += (which.empty() ? "" : ", ") + std::to_string(rank);
-    report.problem = "DeepSpeed engines were created (rank" +
-                     std::string(engines.size() == 1 ? " " : "s ") + which +
-                     "), but no rank wrote its recording of the watched steps (written after "
-                     "--steps " + std::to_string(args.steps) +
-                     " optimizer steps, or when the script exits normally): " + command_ended +
-                     tail;
-    return kExitInfrastructure;
+    return not_watched("DeepSpeed engines were created (rank" +
+                       std::string(engines.size() == 1 ? " " : "s ") + which +
+                       "), but no rank wrote its recording of the watched steps (written after "
+                       "--steps " + std::to_string(args.steps) +
+                       " optimizer steps, or when the script exits normally): " +
+                       command_ended + tail);
   }
   if (ranks.empty()) {
-    report.problem = "no DeepSpeed engine was created: " + command_ended +
-                     " without calling deepspeed.initialize" +
-                     (launch.exit_code != 0 || launch.timed_out ? tail : "");
-    return kExitInfrastructure;
+    return not_watched("no DeepSpeed engine was created: " + command_ended +
+                       " without calling deepspeed.initialize" +
+                       (launch.exit_code != 0 || launch.timed_out ? tail : ""));
   }
   for (const RankRecording& rank : ranks) {
     if (!rank.initialize_raised.empty()) {
-      report.problem = "no DeepSpeed engine was created: the script's deepspeed.initialize "
-                       "raised on rank " + std::to_string(rank.rank) + ": " +
-                       continued(rank.initialize_raised) + "; " + command_ended + tail;
-      return kExitInfrastructure;
+      return not_watched("no DeepSpeed engine was created: the script's deepspeed.initialize "
+                         "raised on rank " + std::to_string(rank.rank) + ": " +
+                         continued(rank.initialize_raised) + "; " + command_ended + tail);
     }
   }
   for (const RankRecording& rank : ranks) {
     if (!rank.failure.empty()) {
-      report.problem = "the watch failed on rank " + std::to_string(rank.rank) + ": " +
-                       continued(rank.failure) + "\n" + indented(last_lines(rank.traceback, 8));
-      return kExitInfrastructure;
+      return not_watched("the watch failed on rank " + std::to_string(rank.rank) + ": " +
+                         continued(rank.failure) + "\n" +
+                         indented(last_lines(rank.traceback, 8)));
     }
   }
   const RankRecording& first = ranks.front();
-  report.versions = first.versions;
-  report.ranks = first.world_size;
-  report.ended = first.ended;
-  report.judgement = judge_watched(ranks, args.intended_batch);
-  if (launch.exit_code != 0 || launch.timed_out) report.problem = command_ended + tail;
-  if (report.judgement.found_something()) return kExitExpectationNotMet;
-  if (!report.problem.empty() || !report.judgement.judged) return kExitInfrastructure;
-  return kExitOk;
+  run.ranks = first.world_size;
+  run.ended = first.ended;
+  TrainingJudgement training;
+  MemoryJudgement memory;
+  run.judgement = judge_watched(ranks, args.intended_batch, training, memory);
+  if (launch.exit_code != 0 || launch.timed_out) run.problem = command_ended + tail;
+  return watched_result(std::move(run), std::move(training), std::move(memory), first.versions,
+                        seconds);
 }
 
 }  // namespace
@@ -169,9 +173,9 @@ int run_watch(const WatchArgs& args) {
                  "-- torchrun --nproc_per_node 2 train.py\n";
     return kExitBadInput;
   }
-  WatchReport report;
-  report.command = args.command;
-  report.windows_wanted = args.steps;
+  WatchedRun run;
+  run.command = args.command;
+  run.steps_wanted = args.steps;
   PrivateFolder folder;
   WatchLaunch watched;
   const auto started = std::chrono::steady_clock::now();
@@ -184,26 +188,20 @@ int run_watch(const WatchArgs& args) {
     std::cerr << "trainrepro watch: " << error.what() << "\n";
     return kExitBadInput;
   }
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   end_if_stopped(watched.launch, folder);
-  report.command_exit_code = watched.launch.exit_code;
+  run.command_exit_code = watched.launch.exit_code;
   std::vector<RankRecording> ranks;
-  report.exit_code = judge_recordings(args, watched, report, ranks);
-  report.outcome = report.exit_code == kExitOk                 ? "passed"
-                   : report.exit_code == kExitExpectationNotMet ? "failed"
-                   : report.ranks > 0 && report.problem.empty() ? "not-judged"
-                                                                : "error";
-  std::cout << watch_console_text(report);
-  // The results file and JUnit are a scenario's (watched_result.h), so `trainrepro report` and a
-  // CI's test reporter read a watched run as they read a scenario run; the results file keeps
-  // what only a watch knows in its "watch" object.
-  const ScenarioResult result = scenario_result_of(report);
-  nlohmann::json results = result_to_json(result, args.provenance);
-  results["watch"] = watch_results_json(report);
+  const ScenarioResult result = judge_recordings(args, watched, std::move(run), seconds, ranks);
+  const int exit_code = exit_code_of(result.verdict);
+  // The reporters of scenario results write it: the console's lines, the results file (what
+  // only a watch knows in its "watch" object), JUnit; `trainrepro report` reads the file back.
+  ConsoleReporter(std::cout).report_scenario(result);
   for (const auto& [file, content] :
-       {std::pair{args.results_file, results.dump(2) + "\n"},
-        std::pair{args.junit_file, junit_xml({result}, args.provenance, report.seconds)},
-        std::pair{args.html_file, watch_html_page(report)}}) {
+       {std::pair{args.results_file, result_to_json(result, args.provenance).dump(2) + "\n"},
+        std::pair{args.junit_file, junit_xml({result}, args.provenance, seconds)},
+        std::pair{args.html_file, watch_html_page(result)}}) {
     if (file.empty()) continue;
     try {
       write_file_atomically(file, content);
@@ -213,10 +211,10 @@ int run_watch(const WatchArgs& args) {
     }
   }
   if (!args.save_scenario.empty() && !ranks.empty()) {
-    const int saved = save_watched_scenario(ranks, report.judgement, args, watched.recordings_folder);
-    if (saved != kExitOk) return std::max(saved, report.exit_code);
+    const int saved = save_watched_scenario(ranks, result, args, watched.recordings_folder);
+    if (saved != kExitOk) return std::max(saved, exit_code);
   }
-  return report.exit_code;
+  return exit_code;
 }
 
 }  // namespace trainrepro

@@ -79,7 +79,7 @@ std::optional<std::string> habit_for(const RankRecording& rank, DiagnosisKind di
 }
 
 // Why this watched run cannot be written as a scenario; "" when it can.
-std::string why_not_saved(const std::vector<RankRecording>& ranks, const WatchJudgement& judged) {
+std::string why_not_saved(const std::vector<RankRecording>& ranks, const WatchedJudgement& judged) {
   for (const RankRecording& rank : ranks) {
     if (!rank.save_not_possible.empty()) {
       return "rank " + std::to_string(rank.rank) + ": " + rank.save_not_possible;
@@ -138,8 +138,9 @@ std::string beside(const std::string& scenario, const std::string& suffix) {
 
 }  // namespace
 
-int save_watched_scenario(const std::vector<RankRecording>& ranks, const WatchJudgement& judged,
+int save_watched_scenario(const std::vector<RankRecording>& ranks, const ScenarioResult& result,
                           const WatchArgs& args, const std::string& recordings_folder) {
+  const WatchedJudgement& judged = result.watched->judgement;
   const std::string why = why_not_saved(ranks, judged);
   if (!why.empty()) {
     std::cerr << "--save-scenario " << args.save_scenario << ": not saved: " << why << "\n";
@@ -158,7 +159,7 @@ int save_watched_scenario(const std::vector<RankRecording>& ranks, const WatchJu
   scenario.data_file = beside(args.save_scenario, "-samples.safetensors");
   scenario.world_size = first.world_size;
   scenario.intended_batch = judged.intended_batch;
-  scenario.steps = static_cast<int64_t>(judged.windows.size());
+  scenario.steps = result.training ? static_cast<int64_t>(result.training->steps.size()) : 0;
   scenario.golden_dir = args.golden_dir;
   std::string command;
   for (const std::string& word : args.command) command += (command.empty() ? "" : " ") + word;

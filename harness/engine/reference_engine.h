@@ -27,6 +27,9 @@
 
 namespace trainrepro {
 
+// The name this engine goes by where results say what trained them (`--engine`'s default).
+inline constexpr const char* kReferenceEngine = "reference";
+
 struct EngineCounters {
   int64_t micro_steps = 0;    // step() calls, as DeepSpeed's engine.micro_steps
   int64_t global_steps = 0;   // optimizer steps taken through the engine

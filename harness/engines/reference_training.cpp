@@ -2,10 +2,10 @@
 // what it does not implement, said plainly rather than run approximately, and its training.
 #include <nlohmann/json.hpp>
 
+#include "harness/engine/reference_engine.h"
 #include "harness/engine/runtime_info.h"
 #include "harness/engines/training_engine.h"
 #include "harness/loop/training_loop.h"
-#include "harness/report/scenario_result.h"
 #include "models/model_size.h"
 #include "models/torchscript_model.h"
 

@@ -24,6 +24,7 @@ nlohmann::json context_to_json(const PerfContext& context) {
       {"executable_sha256", context.executable_sha256},
       {"working_directory", context.working_directory},
       {"scenario_paths", context.scenario_paths},
+      {"engines", context.engines},
       {"filter", context.filter},
       {"planted_slowdown", context.planted_slowdown},
       {"threads", context.threads},
@@ -150,6 +151,21 @@ class EntryReader {
   std::string where_;
 };
 
+// An array of strings at `key`, empty when the key is absent.
+std::vector<std::string> optional_strings(const EntryReader& reader, const char* key) {
+  std::vector<std::string> strings;
+  const nlohmann::json* array = reader.find(key);
+  if (!array) return strings;
+  if (!array->is_array()) reader.fail(key, "expected an array of strings", array);
+  for (size_t i = 0; i < array->size(); ++i) {
+    if (!(*array)[i].is_string()) {
+      reader.fail(std::string(key) + "/" + std::to_string(i), "expected a string", &(*array)[i]);
+    }
+    strings.push_back((*array)[i].get<std::string>());
+  }
+  return strings;
+}
+
 PerfContext context_from_json(const nlohmann::json& document, const std::string& file) {
   if (!document.contains("context") || !document["context"].is_object()) {
     throw PerfFormatError(file +
@@ -180,15 +196,9 @@ PerfContext context_from_json(const nlohmann::json& document, const std::string&
   result.filter = reader.optional_string("filter");
   result.planted_slowdown = reader.optional_number("planted_slowdown").value_or(0.0);
   result.threads = static_cast<int>(reader.optional_number("threads").value_or(1.0));
-  if (const nlohmann::json* paths = reader.find("scenario_paths")) {
-    if (!paths->is_array()) reader.fail("scenario_paths", "expected an array of strings", paths);
-    for (size_t i = 0; i < paths->size(); ++i) {
-      if (!(*paths)[i].is_string()) {
-        reader.fail("scenario_paths/" + std::to_string(i), "expected a string", &(*paths)[i]);
-      }
-      result.scenario_paths.push_back((*paths)[i].get<std::string>());
-    }
-  }
+  result.scenario_paths = optional_strings(reader, "scenario_paths");
+  // Runs before 2026-12-06 did not record their engines (and their reruns measured only ours).
+  result.engines = optional_strings(reader, "engines");
   return result;
 }
 

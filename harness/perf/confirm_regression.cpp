@@ -67,20 +67,31 @@ std::string build_of(const PerfRun& run, const std::string& override_path, const
 std::unique_ptr<TurnWorker> start_worker(const std::string& executable, const PerfRun& recorded,
                                          const std::string& filter, int repetitions, int cpu,
                                          const std::string& out) {
+  return std::make_unique<TurnWorker>(
+      rerun_arguments(executable, recorded, filter, repetitions, cpu, out),
+      recorded.context.working_directory, out + ".log");
+}
+
+}  // namespace
+
+std::vector<std::string> rerun_arguments(const std::string& executable, const PerfRun& recorded,
+                                         const std::string& filter, int repetitions, int cpu,
+                                         const std::string& out) {
   std::vector<std::string> arguments = {executable, "perf", "run"};
   for (const std::string& path : recorded.context.scenario_paths) arguments.push_back(path);
   arguments.insert(arguments.end(), {"--filter", filter, "--repetitions",
                                      std::to_string(repetitions), "--out", out, "--take-turns",
                                      "--pin-cpu", std::to_string(cpu)});
+  // A suspected DeepSpeed or FSDP2 twin is measured again on the engine that measured it.
+  for (const std::string& engine : recorded.context.engines) {
+    arguments.insert(arguments.end(), {"--engine", engine});
+  }
   if (recorded.context.planted_slowdown > 0.0) {
     arguments.push_back("--plant-slowdown");
     arguments.push_back(std::to_string(recorded.context.planted_slowdown));
   }
-  return std::make_unique<TurnWorker>(std::move(arguments), recorded.context.working_directory,
-                                      out + ".log");
+  return arguments;
 }
-
-}  // namespace
 
 Confirmation rerun_interleaved(const PerfRun& baseline, const PerfRun& current,
                                const std::vector<std::string>& benchmarks,

@@ -31,6 +31,12 @@ struct Confirmation {
   int cpu = -1;  // where both ran
 };
 
+// The `perf run` one build reruns: the recorded run's scenarios, engines and planted slowdown,
+// the suspected benchmarks' filter, taking turns on `cpu`, written to `out`.
+std::vector<std::string> rerun_arguments(const std::string& executable, const PerfRun& recorded,
+                                         const std::string& filter, int repetitions, int cpu,
+                                         const std::string& out);
+
 Confirmation rerun_interleaved(const PerfRun& baseline, const PerfRun& current,
                                const std::vector<std::string>& benchmarks,
                                const ConfirmationOptions& options);

@@ -96,6 +96,9 @@ struct PerfContext {
   std::string executable_sha256;  // to notice a rebuilt binary before rerunning it
   std::string working_directory;
   std::vector<std::string> scenario_paths;  // as given to `perf run`
+  // `perf run --engine` as given ("deepspeed==0.19.8", "fsdp2"): the other engines measured
+  // beside trainrepro's, measured again when `perf compare` reruns the suspected benchmarks.
+  std::vector<std::string> engines;
   std::string filter;
   double planted_slowdown = 0.0;
   int num_cpus = 0;

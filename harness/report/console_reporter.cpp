@@ -5,6 +5,7 @@
 
 #include "harness/json/printable.h"
 #include "harness/memory/leak_analysis.h"
+#include "harness/report/watched_console.h"
 
 namespace trainrepro {
 namespace {
@@ -105,6 +106,11 @@ std::string memory_summary(const std::vector<ScenarioResult>& results) {
 }  // namespace
 
 void ConsoleReporter::report_scenario(const ScenarioResult& result) {
+  // A watched script's lines name its command and each judged step (watched_console.h).
+  if (result.watched) {
+    out_ << watched_console_text(result);
+    return;
+  }
   const Verdict& verdict = result.verdict;
   const std::string label = result.name.empty() ? "(not loaded)" : result.name;
   out_ << padded(outcome_name(verdict.outcome), 15) << padded(label, 40) << " "

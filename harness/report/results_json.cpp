@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include "harness/files/atomic_write.h"
+#include "harness/report/watched_json.h"
 
 namespace trainrepro {
 namespace {
@@ -110,6 +111,11 @@ nlohmann::json training_to_json(const TrainingJudgement& training) {
     for (const auto& c : step.parameters) parameters.push_back(comparison_to_json(c));
     steps.push_back({{"step", step.step},
                      {"micro_step", step.micro_step},
+                     {"micro_batches", step.micro_batches},
+                     {"items", step.items},
+                     {"relative_error", step.relative_error},
+                     {"norm_ratio", step.norm_ratio},
+                     {"cosine", step.cosine},
                      {"loss", step.loss},
                      {"golden_loss", step.golden_loss},
                      {"skipped", step.skipped},
@@ -292,7 +298,7 @@ nlohmann::json reference_to_json(const std::optional<BugReference>& reference) {
 
 nlohmann::json result_to_json(const ScenarioResult& result, const RunProvenance& provenance) {
   const Verdict& verdict = result.verdict;
-  return {
+  nlohmann::json json = {
       {"format", "trainrepro-result"},
       {"format_version", kResultsFormatVersion},
       {"provenance", provenance_to_json(provenance)},
@@ -328,6 +334,9 @@ nlohmann::json result_to_json(const ScenarioResult& result, const RunProvenance&
         {"training_seconds", result.training_seconds},
         {"judging_seconds", result.judging_seconds}}},
   };
+  // A watched run (`trainrepro watch`): what only a watch knows.
+  if (result.watched) json["watch"] = watched_to_json(result);
+  return json;
 }
 
 std::string results_file_stem(const ScenarioResult& result) {

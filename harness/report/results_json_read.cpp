@@ -284,6 +284,12 @@ TrainingJudgement training_from(const ResultsObject& json) {
     step.golden_loss = step_json.number("golden_loss");
     if (step_json.has("skipped")) step.skipped = step_json.flag("skipped");
     if (step_json.has("loss_scale")) step.loss_scale = step_json.number("loss_scale");
+    // Format 3 files written before 2026-12-06 lack the whole model's comparison.
+    if (step_json.has("micro_batches")) step.micro_batches = step_json.integer("micro_batches");
+    if (step_json.has("items")) step.items = step_json.integer("items");
+    if (step_json.has("relative_error")) step.relative_error = step_json.number("relative_error");
+    if (step_json.has("norm_ratio")) step.norm_ratio = step_json.number("norm_ratio");
+    if (step_json.has("cosine")) step.cosine = step_json.number("cosine");
     step.gradients_match = step_json.flag("gradients_match");
     step.parameters_match = step_json.flag("parameters_match");
     for (const ResultsObject& c : step_json.objects("gradients")) {

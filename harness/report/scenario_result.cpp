@@ -10,4 +10,11 @@ int exit_code_of(const std::vector<ScenarioResult>& results) {
   return code;
 }
 
+std::string watched_outcome(const ScenarioResult& result) {
+  if (result.verdict.outcome == Outcome::passed) return "passed";
+  if (result.verdict.outcome == Outcome::failed) return "failed";
+  const bool recorded = result.watched && result.watched->ranks > 0;
+  return recorded && result.watched->problem.empty() ? "not-judged" : "error";
+}
+
 }  // namespace trainrepro

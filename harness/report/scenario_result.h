@@ -9,13 +9,28 @@
 #include "harness/scenario/plan.h"
 #include "harness/scenario/bug_reference.h"
 #include "harness/verdict/memory_judgement.h"
+#include "harness/verdict/judge_watched.h"
 #include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
 #include "harness/verdict/zero_judgement.h"
 
 namespace trainrepro {
 
-inline constexpr const char* kReferenceEngine = "reference";
+// A watched script's run (`trainrepro watch`): what only a watch knows, beside the training and
+// memory judgements every result has. The script is the scenario, each judged optimizer step a
+// step against the golden.
+struct WatchedRun {
+  std::vector<std::string> command;
+  int command_exit_code = 0;
+  // Why the command could not be watched or judged, with its output's tail ("" when it could).
+  std::string problem;
+  // What trained, "deepspeed 0.19.8 (torch 2.11.0, python 3.11.7)"; "" when no engine was made.
+  std::string engine;
+  int64_t ranks = 0;  // 0: no rank recorded anything
+  int64_t steps_wanted = 0;
+  std::string ended;  // why fewer steps than wanted were watched; "" when all were
+  WatchedJudgement judgement;
+};
 
 struct ScenarioResult {
   std::string file;
@@ -44,7 +59,12 @@ struct ScenarioResult {
   double golden_seconds = 0.0;
   double training_seconds = 0.0;
   double judging_seconds = 0.0;
+  std::optional<WatchedRun> watched;  // only for `trainrepro watch`
 };
+
+// A watched run's outcome in watch's words: "passed", "failed", "not-judged" (the ranks recorded
+// but the gradients could not be judged) or "error".
+std::string watched_outcome(const ScenarioResult& result);
 
 // The worst exit code over all results (see ExitCode); kExitOk for none.
 int exit_code_of(const std::vector<ScenarioResult>& results);

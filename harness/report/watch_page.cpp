@@ -6,6 +6,7 @@
 #include "harness/json/json_fields.h"
 #include "harness/report/junit_reporter.h"
 #include "harness/report/report_assets.h"
+#include "harness/report/watched_console.h"
 
 namespace trainrepro {
 namespace {
@@ -42,10 +43,10 @@ std::string outcome_class(const std::string& outcome) {
   return outcome == "passed" ? "o-passed" : outcome == "failed" ? "o-failed" : "o-error";
 }
 
-std::string steps_table(const WatchJudgement& judged) {
-  if (judged.windows.empty()) return "";
+std::string steps_table(const std::vector<StepJudgement>& steps) {
+  if (steps.empty()) return "";
   std::string rows;
-  for (const WatchedWindowJudgement& window : judged.windows) {
+  for (const StepJudgement& window : steps) {
     std::string tested;
     for (const HypothesisResult& hypothesis : window.tested) {
       tested += std::string(tested.empty() ? "" : "\n") +
@@ -53,12 +54,12 @@ std::string steps_table(const WatchJudgement& judged) {
                 figure("%.2g", hypothesis.relative_error);
     }
     rows += "<tr class=\"row " + std::string(window.gradients_match ? "o-passed" : "o-failed") +
-            "\"><td>" + std::to_string(window.window) + "</td><td>" +
-            std::to_string(window.micro_steps) + "</td><td>" + std::to_string(window.items) +
+            "\"><td>" + std::to_string(window.step) + "</td><td>" +
+            std::to_string(window.micro_batches) + "</td><td>" + std::to_string(window.items) +
             "</td><td>" + figure("%.4g", window.norm_ratio) + "</td><td>" +
             figure("%.6f", window.cosine) + "</td><td>" +
             figure("%.3g", window.relative_error) + "</td><td>" +
-            html(window_against_golden(window)) + "</td><td class=\"mono tested\">" +
+            html(step_against_golden(window)) + "</td><td class=\"mono tested\">" +
             html(tested) + "</td></tr>\n";
   }
   return "<h2>Each judged step against the golden</h2>\n<p>The golden: a forward and "
@@ -93,24 +94,27 @@ std::string memory_section(const MemoryJudgement& memory) {
 
 }  // namespace
 
-std::string watch_html_page(const WatchReport& report) {
-  const WatchJudgement& judged = report.judgement;
+std::string watch_html_page(const ScenarioResult& result) {
+  const WatchedRun& run = *result.watched;
+  const WatchedJudgement& judged = run.judgement;
+  const std::vector<StepJudgement> no_steps;
+  const std::vector<StepJudgement>& steps = result.training ? result.training->steps : no_steps;
+  const std::string outcome = watched_outcome(result);
   std::string command;
-  for (const std::string& word : report.command) command += (command.empty() ? "" : " ") + word;
-  const bool good = report.outcome == "passed";
+  for (const std::string& word : run.command) command += (command.empty() ? "" : " ") + word;
+  const bool good = outcome == "passed";
   std::string page = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-                     "<title>trainrepro watch: " + html(report.outcome) + "</title>\n<style>\n" +
+                     "<title>trainrepro watch: " + html(outcome) + "</title>\n<style>\n" +
                      stylesheet() + kPageStyle + "\n</style>\n</head>\n<body>\n<main>\n<header>\n"
                      "<h1>trainrepro watch</h1>\n<p class=\"sub mono\">" + html(command) +
                      "</p>\n</header>\n";
   page += "<div class=\"verdict " + std::string(good ? "verdict-good" : "verdict-bad") +
-          "\"><span class=\"badge " + outcome_class(report.outcome) + "\">" +
-          html(report.outcome) + "</span> " +
-          html(std::to_string(judged.windows.size()) + " of " +
-               std::to_string(report.windows_wanted) + " optimizer steps judged on " +
-               std::to_string(report.ranks) + (report.ranks == 1 ? " rank" : " ranks") +
-               (report.versions.deepspeed.empty() ? ""
-                                                  : ", " + engine_description(report.versions))) +
+          "\"><span class=\"badge " + outcome_class(outcome) + "\">" + html(outcome) +
+          "</span> " +
+          html(std::to_string(steps.size()) + " of " + std::to_string(run.steps_wanted) +
+               " optimizer steps judged on " + std::to_string(run.ranks) +
+               (run.ranks == 1 ? " rank" : " ranks") +
+               (run.engine.empty() ? "" : ", " + run.engine)) +
           "</div>\n";
   if (judged.found_something()) {
     page += "<h2>Diagnosis: " +
@@ -126,7 +130,7 @@ std::string watch_html_page(const WatchReport& report) {
   if (!judged.coordinates.empty()) {
     page += "<p>Judged on " + html(judged.coordinates) + ".</p>\n";
   }
-  if (!report.problem.empty()) page += "<h2>The command</h2>\n<pre>" + html(report.problem) + "</pre>\n";
+  if (!run.problem.empty()) page += "<h2>The command</h2>\n<pre>" + html(run.problem) + "</pre>\n";
   if (!judged.not_judged_reason.empty()) {
     page += "<p>Gradients not judged: " + html(judged.not_judged_reason) + "</p>\n";
   }
@@ -136,8 +140,8 @@ std::string watch_html_page(const WatchReport& report) {
             " accumulation steps in DeepSpeed's config), intended " +
             std::to_string(judged.intended_batch) + ".</p>\n";
   }
-  page += steps_table(judged) + memory_section(judged.memory);
-  if (!report.ended.empty()) page += "<p>Watched fewer steps than asked: " + html(report.ended) + "</p>\n";
+  page += steps_table(steps) + memory_section(result.memory.value_or(MemoryJudgement{}));
+  if (!run.ended.empty()) page += "<p>Watched fewer steps than asked: " + html(run.ended) + "</p>\n";
   return page + "</main>\n</body>\n</html>\n";
 }
 

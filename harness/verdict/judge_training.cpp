@@ -5,6 +5,7 @@
 
 #include <ATen/ATen.h>
 
+#include "harness/golden/gradient_arithmetic.h"
 #include "harness/verdict/training_findings.h"
 
 namespace trainrepro {
@@ -109,6 +110,8 @@ int64_t compare_steps(const Scenario& scenario, const Plan& plan, const Trace& t
     step.golden_loss = reference.loss;
     step.skipped = run.skipped;
     step.loss_scale = run.loss_scale;
+    step.micro_batches = run.micro_step - (s == 0 ? 0 : trace.steps[s - 1].micro_step);
+    if (!run.skipped) compare_whole_model(run.gradients, reference.gradients, step);
     if (!twin_judged) {
       allowance.add_step(run.gradients, reference.gradients, std::max(run.lr, plan.optimizer.lr));
     }
@@ -274,6 +277,21 @@ void explain_first_mismatch(const Scenario& scenario, const Plan& plan, const Tr
 }
 
 }  // namespace
+
+void compare_whole_model(const std::vector<at::Tensor>& run, const std::vector<at::Tensor>& golden,
+                         StepJudgement& step) {
+  if (run.empty() || run.size() != golden.size()) return;
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (!run[i].defined() || !golden[i].defined() || !run[i].sizes().equals(golden[i].sizes())) {
+      return;
+    }
+  }
+  const double run_norm = norm_of(run);
+  const double golden_norm = norm_of(golden);
+  step.relative_error = relative_error(run, golden);
+  step.norm_ratio = run_norm / std::max(golden_norm, 1e-300);
+  step.cosine = dot(run, golden) / std::max(run_norm * golden_norm, 1e-300);
+}
 
 void judge_training(const Scenario& scenario, const Plan& plan, const Trace& trace,
                     const Golden& golden, TrainingJudgement& judgement,

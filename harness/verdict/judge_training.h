@@ -13,6 +13,11 @@
 
 namespace trainrepro {
 
+// The whole model's gradients against the golden's into `step`: the relative error, the norm
+// ratio and the cosine (left at 0, 1, 1 when the two do not hold the same tensors' shapes).
+void compare_whole_model(const std::vector<at::Tensor>& run, const std::vector<at::Tensor>& golden,
+                         StepJudgement& step);
+
 // `precision_twin` (fp16/bf16 runs): the same steps without accumulation in the same
 // precision; the run is then judged by its error relative to the twin's (precision_config.h).
 void judge_training(const Scenario& scenario, const Plan& plan, const Trace& trace,

@@ -21,6 +21,30 @@ struct StepJudgement {
   bool parameters_match = true;
   std::vector<TensorComparison> gradients;
   std::vector<TensorComparison> parameters;
+  // The whole model's gradients against the golden's: ||run - golden|| / ||golden||, the norm
+  // ratio ||run|| / ||golden|| and the cosine. A scaled loss shows in the ratio, a micro-batch
+  // dropped or weighed wrongly in the cosine (0, 1, 1: not compared, a skipped step).
+  double relative_error = 0.0;
+  double norm_ratio = 1.0;
+  double cosine = 1.0;
+  // The micro-batches of this step's window on each rank, and the items (samples or counted
+  // target tokens) of all ranks; 0 where the engine did not count them.
+  int64_t micro_batches = 0;
+  int64_t items = 0;
+  // A bfloat16 run judged as a whole model: ||twin - golden|| / ||golden||, the precision's own
+  // error (-1: not judged against a twin), and whether the twin is the golden itself rounded
+  // once to bfloat16 (a watched run whose golden is already the run's own function).
+  double twin_relative_error = -1.0;
+  bool twin_is_rounded_golden = false;
+  // Every hypothesis tested at this step when its gradients mismatched (a watched run tests each
+  // window; a scenario's diagnosis holds the first mismatch's).
+  std::vector<HypothesisResult> tested;
+  // A watched run: the golden that judged this window ("float64", or the run's own dtype when
+  // the float64 golden failed its self-check) and its self-check, the largest
+  // |golden loss - loop loss| / allowance over the window's micro-steps and ranks (-1: not
+  // checked). "" and -1 for a scenario, whose golden is its golden file.
+  std::string golden_dtype;
+  double self_check_ratio = -1.0;
 };
 
 struct TrainingJudgement {

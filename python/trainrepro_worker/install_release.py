@@ -19,7 +19,9 @@ dies with this installer and this installer with its parent (install_guard.py).
 What pip downloads (the sdist, the requirements' wheels, the build tools) is kept in DOWNLOADS
 (trainrepro passes ~/.cache/trainrepro/pip-downloads, whatever cache HOME is in; without it,
 pip-downloads beside HOME) and installed from there: a reinstall, another cache, or another
-release with the same requirements fetches nothing it fetched before (download_store.py).
+release with the same requirements fetches nothing it fetched before (download_store.py). The
+release list the index answered is kept there too, so that installing a release it names as
+published asks the index nothing for a day (kept_release_list.py).
 
 TRAINREPRO_OFFLINE (1/true/yes, or 0/false/no/empty) forbids reaching the network;
 TRAINREPRO_PYPI_JSON names another release list (release_index.py).
@@ -48,16 +50,13 @@ from download_store import install_from_store, sdist_from_store, store_folder
 from import_check import check_import
 from install_guard import Stopped, exit_code_of, guard_installer, private_temporary_folder, \
     run_guarded
-from release_index import excerpt, fail, index_url, is_release, named, published_releases
+from kept_release_list import releases_for_install
+from release_index import excerpt, fail, index_url, is_release, named, published_releases, say
 
 # The venv's own copies are kept: torch is what trainrepro was built with, and numpy is torch's.
 KEPT_FROM_VENV = {"torch", "numpy"}
 STAMP = ".trainrepro-complete"
 STAMP_FORMAT = 2  # 2: the stamp lists every file; an earlier stamp has no "files" (listed then)
-
-
-def say(message):
-    print(f"install_release: {message}", file=sys.stderr, flush=True)
 
 
 def offline():
@@ -245,7 +244,7 @@ def install_once(version, home, downloads=None):
         if offline():
             fail(3, f"deepspeed=={version} is not installed in {home} and TRAINREPRO_OFFLINE "
                     "forbids installing it")
-        releases = published_releases(index_url())
+        releases = releases_for_install(version, index_url(), store_folder(home, downloads))
         usable = [v for v, yanked in releases.items() if not yanked]
         if version not in releases:
             fail(2, f"PyPI has no deepspeed {version}; the nearest releases: "

@@ -2,10 +2,12 @@
 TRAINREPRO_PYPI_JSON names (a mirror, a file:// fixture in the tests). What it answers is input
 like any other: bounded in size (MAX_BYTES) and time (DEADLINE_SECONDS), a file:// path must be
 a regular file (a FIFO or /dev/zero is refused at once), and a document of another shape is
-refused naming the JSON pointer. A URL is printed with its user and password masked.
+refused naming the JSON pointer. A URL is printed with its user and password masked. The copy of
+the list kept in the download store (kept_release_list.py) is read through the same checks.
 
-Exit codes (through `fail`): 2 the variable names something unusable (not http(s) or file://,
-not a regular file); 3 the index cannot be reached, or what it answered is not PyPI's JSON.
+Exit codes (`UnusableList.code`, through `fail`): 2 the variable names something unusable (not
+http(s) or file://, not a regular file); 3 the index cannot be reached, or what it answered is not
+PyPI's JSON.
 """
 import json
 import os
@@ -27,8 +29,22 @@ DEADLINE_SECONDS = 90  # the whole download; trainrepro gives the list 120 s
 RELEASE = re.compile(r"[0-9]{1,6}\.[0-9]{1,6}\.[0-9]{1,6}", re.ASCII)
 
 
-def fail(code, message):
+class UnusableList(Exception):
+    """A release list (the index's answer or the copy kept of it) that cannot be used: str() is
+    the one-line reason, `code` the exit code it ends an install with. An exception, not `fail`,
+    so that a kept list that fails the checks is refused and fetched again, not fatal."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+
+
+def say(message):
     print(f"install_release: {message}", file=sys.stderr, flush=True)
+
+
+def fail(code, message):
+    say(message)
     sys.exit(code)
 
 
@@ -68,22 +84,25 @@ def named(url):
     return f"{VARIABLE}={shown_url(url)}" if os.environ.get(VARIABLE) else shown_url(url)
 
 
-def read_file_url(url):
-    path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+def read_regular_file(path, source):
+    """The bytes of the regular file at `path` (at most MAX_BYTES); `source` names it in the
+    reason of an UnusableList."""
     try:  # O_NONBLOCK: opening a FIFO must not wait for a writer
         descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
-        fail(2, f"{named(url)}: cannot open {excerpt(path, 200)}: {error.strerror}")
+        raise UnusableList(2, f"{source}: cannot open {excerpt(path, 200)}: {error.strerror}")
+    mode = os.fstat(descriptor).st_mode
+    if not stat.S_ISREG(mode):  # checked before fdopen, which raises on a directory
+        os.close(descriptor)
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
+                else "a directory" if stat.S_ISDIR(mode) else "not a regular file")
+        raise UnusableList(2, f"{source}: expected a regular file, found {kind}")
+    os.set_blocking(descriptor, True)
     with os.fdopen(descriptor, "rb") as file:
-        mode = os.fstat(file.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a character device" if stat.S_ISCHR(mode)
-                    else "a directory" if stat.S_ISDIR(mode) else "not a regular file")
-            fail(2, f"{named(url)}: expected a regular file, found {kind}")
-        os.set_blocking(file.fileno(), True)
         data = file.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
-        fail(3, f"{named(url)}: larger than {MAX_BYTES >> 20} MiB; PyPI's list is far smaller")
+        raise UnusableList(3, f"{source}: larger than {MAX_BYTES >> 20} MiB; PyPI's list is far "
+                              "smaller")
     return data
 
 
@@ -98,15 +117,15 @@ def read_http_url(url):
                     break
                 size += len(chunk)
                 if size > MAX_BYTES:
-                    fail(3, f"{named(url)}: the answer is larger than {MAX_BYTES >> 20} MiB; "
-                            "PyPI's list is far smaller")
+                    raise UnusableList(3, f"{named(url)}: the answer is larger than "
+                                          f"{MAX_BYTES >> 20} MiB; PyPI's list is far smaller")
                 if time.monotonic() > deadline:
-                    fail(3, f"{named(url)}: the answer did not arrive within "
-                            f"{DEADLINE_SECONDS} s")
+                    raise UnusableList(3, f"{named(url)}: the answer did not arrive within "
+                                          f"{DEADLINE_SECONDS} s")
                 chunks.append(chunk)
     except (urllib.error.URLError, OSError, TimeoutError, ValueError) as error:
         reason = getattr(error, "reason", error)
-        fail(3, f"cannot reach the package index {named(url)}: {reason}")
+        raise UnusableList(3, f"cannot reach the package index {named(url)}: {reason}")
     return b"".join(chunks)
 
 
@@ -120,23 +139,39 @@ def kind_of(value):
             type(None): "null"}.get(type(value), "a number")
 
 
-def published_releases(url):
-    """{version: yanked} for every final release with files on the index."""
+def fetch_releases(url):
+    """{version: yanked} for every final release with files on the index at `url`; raises
+    UnusableList when it cannot be reached or what it answers cannot be used."""
     scheme = urllib.parse.urlsplit(url).scheme.lower() if isinstance(url, str) else ""
     if scheme == "file":
-        data = read_file_url(url)
-    elif scheme in ("http", "https"):
-        data = read_http_url(url)
-    else:
-        fail(2, f"{named(url)}: expected an http://, https:// or file:// URL")
+        path = urllib.request.url2pathname(urllib.parse.urlsplit(url).path)
+        return releases_in(read_regular_file(path, named(url)), named(url))
+    if scheme in ("http", "https"):
+        return releases_in(read_http_url(url), named(url))
+    raise UnusableList(2, f"{named(url)}: expected an http://, https:// or file:// URL")
+
+
+def published_releases(url):
+    """fetch_releases, ending the process (`fail`) when the list cannot be had."""
+    try:
+        return fetch_releases(url)
+    except UnusableList as refusal:
+        fail(refusal.code, str(refusal))
+
+
+def releases_in(data, source):
+    """{version: yanked} for every final release with files in `data`, a document in the shape
+    of PyPI's JSON API; raises UnusableList (3), `source` naming where `data` came from. The one
+    reader of a release list: the index's answer and the kept copy both come through it."""
     try:
         document = json.loads(data)
     except (ValueError, RecursionError) as error:
-        fail(3, f"{named(url)} did not answer with JSON: {str(error)[:200]}")
+        raise UnusableList(3, f"{source}: not JSON: {str(error)[:200]}")
 
     def wrong(keys, expected, found):
-        fail(3, f"{named(url)}: {pointer(*keys) or 'the document'}: expected {expected}, found {kind_of(found)} "
-                "(PyPI's JSON API: {\"releases\": {\"0.18.6\": [{\"yanked\": false, ...}]}})")
+        raise UnusableList(3, f"{source}: {pointer(*keys) or 'the document'}: expected "
+                              f"{expected}, found {kind_of(found)} (PyPI's JSON API: "
+                              "{\"releases\": {\"0.18.6\": [{\"yanked\": false, ...}]}})")
 
     if not isinstance(document, dict):
         wrong([], "an object", document)

@@ -84,6 +84,10 @@ def main():
              "device"),
             ("release list is a FIFO", run("deepspeed==0.18.6"),
              {"TRAINREPRO_PYPI_JSON": fifo.as_uri()}, 2, "expected a regular file, found a FIFO"),
+            # fdopen of a directory raised IsADirectoryError: a traceback, not this line.
+            ("release list is a directory", run("deepspeed==0.18.6"),
+             {"TRAINREPRO_PYPI_JSON": folder.as_uri()}, 2,
+             "expected a regular file, found a directory"),
             ("release list is a list", run("deepspeed==0.18.6"),
              {"TRAINREPRO_PYPI_JSON": as_list}, 3,
              ": the document: expected an object, found a list"),

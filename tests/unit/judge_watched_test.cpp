@@ -12,11 +12,25 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/scenario/precision_config.h"
-#include "harness/watch/judge_watched.h"
+#include "harness/verdict/judge_watched.h"
 #include "harness/watch/watch_recording.h"
 
 namespace trainrepro {
 namespace {
+
+// What the judge gives a watched run, in one value for the tests: what only a watch holds, the
+// windows as the training's steps, and rank 0's memory.
+struct Judged : WatchedJudgement {
+  TrainingJudgement training;
+  MemoryJudgement memory;
+};
+
+Judged judged_watch(const std::vector<RankRecording>& ranks, std::optional<int64_t> intended) {
+  Judged judged;
+  static_cast<WatchedJudgement&>(judged) =
+      judge_watched(ranks, intended, judged.training, judged.memory);
+  return judged;
+}
 
 // One rank of a watched run: GAS micro-steps of `items` each, gradients from a seeded generator,
 // its run gradient what DeepSpeed makes of a loop whose loss per micro-batch is
@@ -57,7 +71,7 @@ std::vector<RankRecording> recorded(int64_t ranks, int64_t gas, double loop_fact
 
 TEST(JudgeWatched, ACorrectLoopPassesOnOneAndTwoRanks) {
   for (int64_t ranks : {1, 2}) {
-    const WatchJudgement judged = judge_watched(recorded(ranks, 4, 1.0), std::nullopt);
+    const Judged judged = judged_watch(recorded(ranks, 4, 1.0), std::nullopt);
     ASSERT_TRUE(judged.judged) << judged.not_judged_reason;
     EXPECT_FALSE(judged.found_something()) << judged.explanation;
     EXPECT_EQ(judged.effective_batch, ranks * 16);
@@ -65,15 +79,15 @@ TEST(JudgeWatched, ACorrectLoopPassesOnOneAndTwoRanks) {
 }
 
 TEST(JudgeWatched, ALossDividedByTheLoopToIsScaledTwice) {
-  const WatchJudgement judged = judge_watched(recorded(2, 4, 1.0 / 4), std::nullopt);
+  const Judged judged = judged_watch(recorded(2, 4, 1.0 / 4), std::nullopt);
   ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
   EXPECT_EQ(*judged.diagnosis, DiagnosisKind::loss_scaled_twice);
-  EXPECT_NEAR(judged.windows[0].norm_ratio, 0.25, 1e-12);
+  EXPECT_NEAR(judged.training.steps[0].norm_ratio, 0.25, 1e-12);
 }
 
 TEST(JudgeWatched, UnequalTokenCountsNameThePerMicroBatchMean) {
   // Each micro-batch's own mean is the correct loop's loss: right only when the counts agree.
-  const WatchJudgement judged = judge_watched(recorded(1, 4, 1.0, {3, 9, 5, 1}), std::nullopt);
+  const Judged judged = judged_watch(recorded(1, 4, 1.0, {3, 9, 5, 1}), std::nullopt);
   ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
   EXPECT_EQ(*judged.diagnosis, DiagnosisKind::per_micro_batch_token_normalisation);
 }
@@ -105,11 +119,11 @@ std::vector<RankRecording> closed_early(int64_t ranks, int64_t gas, int64_t kept
 
 TEST(JudgeWatched, AWindowTheLoopClosedEarlyIsNamedOnlyWhenShort) {
   for (int64_t ranks : {1, 2}) {
-    const WatchJudgement judged = judge_watched(closed_early(ranks, 4, 2), std::nullopt);
+    const Judged judged = judged_watch(closed_early(ranks, 4, 2), std::nullopt);
     ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
     EXPECT_EQ(*judged.diagnosis, DiagnosisKind::window_closed_early);
-    EXPECT_TRUE(judged.windows[0].gradients_match);
-    EXPECT_NEAR(judged.windows[1].norm_ratio, 0.5, 1e-12);
+    EXPECT_TRUE(judged.training.steps[0].gradients_match);
+    EXPECT_NEAR(judged.training.steps[1].norm_ratio, 0.5, 1e-12);
     EXPECT_NE(judged.explanation.find("window 1 closed after 2 of gradient_accumulation_steps=4"),
               std::string::npos) << judged.explanation;
     EXPECT_NE(judged.explanation.find("set_gradient_accumulation_boundary(True)"),
@@ -119,14 +133,14 @@ TEST(JudgeWatched, AWindowTheLoopClosedEarlyIsNamedOnlyWhenShort) {
     EXPECT_EQ(judged.effective_batch, ranks * 16);
   }
   // 3 of 4 micro-steps: 3/4 of the mean; all 4: a whole window, which is the golden.
-  EXPECT_EQ(*judge_watched(closed_early(1, 4, 3), std::nullopt).diagnosis,
+  EXPECT_EQ(*judged_watch(closed_early(1, 4, 3), std::nullopt).diagnosis,
             DiagnosisKind::window_closed_early);
-  EXPECT_FALSE(judge_watched(closed_early(1, 4, 4), std::nullopt).found_something());
+  EXPECT_FALSE(judged_watch(closed_early(1, 4, 4), std::nullopt).found_something());
   // One micro-step closed by the loop's own optimizer.step() predicts the same gradient, and is
   // that habit, not a short window.
   std::vector<RankRecording> stepped = closed_early(1, 4, 1);
   stepped[0].windows[1].closed_by = "optimizer.step()";
-  const WatchJudgement judged = judge_watched(stepped, std::nullopt);
+  const Judged judged = judged_watch(stepped, std::nullopt);
   ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
   EXPECT_EQ(*judged.diagnosis, DiagnosisKind::optimizer_every_micro_step);
 }
@@ -170,28 +184,28 @@ std::vector<RankRecording> trainer_like(int64_t ranks, std::vector<std::vector<i
 TEST(JudgeWatched, ScaleWrtGasFalseDividedAllTheSameIsNamedByTheFlag) {
   const std::vector<std::vector<int64_t>> items = {{3, 9, 5, 1}, {4, 2, 7, 6}};
   // Promised and kept: the golden.
-  EXPECT_FALSE(judge_watched(trainer_like(1, items, 1.0, false), std::nullopt).found_something());
+  EXPECT_FALSE(judged_watch(trainer_like(1, items, 1.0, false), std::nullopt).found_something());
   // Divided by GAS all the same, on 1 rank and (each rank by its own tokens) on 2.
   for (int64_t ranks : {1, 2}) {
-    const WatchJudgement judged = judge_watched(trainer_like(ranks, items, 4.0, ranks > 1),
+    const Judged judged = judged_watch(trainer_like(ranks, items, 4.0, ranks > 1),
                                                 std::nullopt);
     ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
     EXPECT_EQ(*judged.diagnosis, DiagnosisKind::scale_wrt_gas_ignored) << judged.explanation;
   }
   // Equal micro-batches without the flag: the same gradient is the loop dividing twice.
-  const WatchJudgement twice =
-      judge_watched(trainer_like(1, {{4, 4, 4, 4}}, 4.0, false, false), std::nullopt);
+  const Judged twice =
+      judged_watch(trainer_like(1, {{4, 4, 4, 4}}, 4.0, false, false), std::nullopt);
   ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
   EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
 }
 
 TEST(JudgeWatched, EachRankDividingByItsOwnTokensIsPerRankNormalisation) {
-  const WatchJudgement judged =
-      judge_watched(trainer_like(2, {{3, 9, 5, 1}, {4, 2, 7, 6}}, 1.0, true), std::nullopt);
+  const Judged judged =
+      judged_watch(trainer_like(2, {{3, 9, 5, 1}, {4, 2, 7, 6}}, 1.0, true), std::nullopt);
   ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
   EXPECT_EQ(*judged.diagnosis, DiagnosisKind::per_rank_token_normalisation);
   // Ranks with the same token count: dividing by one's own is dividing by the window's.
-  EXPECT_FALSE(judge_watched(trainer_like(2, {{3, 9, 5, 1}, {9, 3, 1, 5}}, 1.0, true),
+  EXPECT_FALSE(judged_watch(trainer_like(2, {{3, 9, 5, 1}, {9, 3, 1, 5}}, 1.0, true),
                              std::nullopt)
                    .found_something());
 }
@@ -199,11 +213,11 @@ TEST(JudgeWatched, EachRankDividingByItsOwnTokensIsPerRankNormalisation) {
 TEST(JudgeWatched, AGradientNoMistakeExplainsIsUnexplainedNotPassed) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
   ranks[0].windows[0].run_gradients[1] = ranks[0].windows[0].run_gradients[1] * 1.5;
-  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  const Judged judged = judged_watch(ranks, std::nullopt);
   EXPECT_TRUE(judged.found_something());
   EXPECT_FALSE(judged.diagnosis.has_value());
   // A batch finding is added to it, never put in its place.
-  const WatchJudgement with_batch = judge_watched(ranks, 64);
+  const Judged with_batch = judged_watch(ranks, 64);
   EXPECT_FALSE(with_batch.diagnosis.has_value());
   ASSERT_EQ(with_batch.findings.size(), 1u);
   EXPECT_NE(with_batch.findings[0].find("effective batch is 16, not 64"), std::string::npos);
@@ -212,7 +226,7 @@ TEST(JudgeWatched, AGradientNoMistakeExplainsIsUnexplainedNotPassed) {
 TEST(JudgeWatched, AnIntendedBatchTheConfigMissesIsNoAccumulation) {
   std::vector<RankRecording> ranks = recorded(1, 1, 1.0, {4});
   ranks[0].config.erase("gradient_accumulation_steps");
-  const WatchJudgement judged = judge_watched(ranks, 16);
+  const Judged judged = judged_watch(ranks, 16);
   ASSERT_TRUE(judged.diagnosis.has_value()) << judged.explanation;
   EXPECT_EQ(*judged.diagnosis, DiagnosisKind::no_accumulation);
   EXPECT_NE(judged.explanation.find("gradient_accumulation_steps is not set"), std::string::npos)
@@ -252,11 +266,11 @@ std::vector<RankRecording> in_bfloat16(std::vector<RankRecording> ranks, double 
 
 TEST(JudgeWatched, ABfloat16RunIsJudgedAgainstItsPrecisionTwin) {
   for (int64_t ranks : {1, 2}) {
-    const WatchJudgement judged = judge_watched(in_bfloat16(recorded(ranks, 4, 1.0), 1.0),
+    const Judged judged = judged_watch(in_bfloat16(recorded(ranks, 4, 1.0), 1.0),
                                                 std::nullopt);
     ASSERT_TRUE(judged.judged) << judged.not_judged_reason;
     EXPECT_FALSE(judged.found_something()) << judged.explanation;
-    const WatchedWindowJudgement& window = judged.windows[0];
+    const StepJudgement& window = judged.training.steps[0];
     EXPECT_GT(window.twin_relative_error, 0.0);
     // Not within float32's tolerance: the precision twin is what lets it pass.
     EXPECT_GT(window.relative_error, 1e-4);
@@ -264,13 +278,13 @@ TEST(JudgeWatched, ABfloat16RunIsJudgedAgainstItsPrecisionTwin) {
     EXPECT_LE(window.gradients.front().rms_error,
               kPrecisionTwinFactor * window.gradients.front().twin_rms_error);
   }
-  const WatchJudgement twice = judge_watched(in_bfloat16(recorded(2, 4, 1.0), 0.25), std::nullopt);
+  const Judged twice = judged_watch(in_bfloat16(recorded(2, 4, 1.0), 0.25), std::nullopt);
   ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
   EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
   // A gradient 10 % off in one tensor is beyond bfloat16's noise here, and no mistake's.
   std::vector<RankRecording> off = in_bfloat16(recorded(1, 4, 1.0), 1.0);
   off[0].windows[0].run_gradients[0] = off[0].windows[0].run_gradients[0] * 1.1;
-  const WatchJudgement unexplained = judge_watched(off, std::nullopt);
+  const Judged unexplained = judged_watch(off, std::nullopt);
   EXPECT_TRUE(unexplained.found_something());
   EXPECT_FALSE(unexplained.diagnosis.has_value()) << unexplained.explanation;
 }
@@ -287,8 +301,8 @@ std::vector<RankRecording> float64_golden_failed(std::vector<RankRecording> rank
 
 TEST(JudgeWatched, AFloat64GoldenThatFailsItsSelfCheckIsSaidAndTheOwnDtypeGoldenJudges) {
   for (int64_t ranks : {1, 2}) {
-    const WatchJudgement judged =
-        judge_watched(float64_golden_failed(recorded(ranks, 4, 1.0)), std::nullopt);
+    const Judged judged =
+        judged_watch(float64_golden_failed(recorded(ranks, 4, 1.0)), std::nullopt);
     ASSERT_TRUE(judged.judged) << judged.not_judged_reason;
     EXPECT_FALSE(judged.found_something()) << judged.explanation;  // never a diagnosis
     EXPECT_NE(judged.golden_self_check_failed.find("micro-batch 1 of rank 0"), std::string::npos)
@@ -299,16 +313,16 @@ TEST(JudgeWatched, AFloat64GoldenThatFailsItsSelfCheckIsSaidAndTheOwnDtypeGolden
         << judged.golden_self_check_failed;
     EXPECT_NE(judged.golden_self_check_failed.find("124x"), std::string::npos);
     EXPECT_EQ(judged.golden.rfind("float32", 0), 0u) << judged.golden;
-    EXPECT_EQ(judged.windows[0].golden_dtype, "float32");
+    EXPECT_EQ(judged.training.steps[0].golden_dtype, "float32");
   }
   // The own-dtype golden still tells the mistakes apart.
-  const WatchJudgement twice =
-      judge_watched(float64_golden_failed(recorded(2, 4, 0.25)), std::nullopt);
+  const Judged twice =
+      judged_watch(float64_golden_failed(recorded(2, 4, 0.25)), std::nullopt);
   ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
   EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
   EXPECT_FALSE(twice.golden_self_check_failed.empty());
   // A golden that passed says so: no self-check text, float64 judged.
-  const WatchJudgement passed = judge_watched(recorded(1, 4, 1.0), std::nullopt);
+  const Judged passed = judged_watch(recorded(1, 4, 1.0), std::nullopt);
   EXPECT_TRUE(passed.golden_self_check_failed.empty());
   EXPECT_EQ(passed.golden, "float64");
 }
@@ -332,10 +346,10 @@ TEST(JudgeWatched, ABfloat16RunWhoseFloat64GoldenFailedIsJudgedByItsTwin) {
   window.golden_dtype = "bfloat16";
   window.float64_failed_micro_step = 0;
   window.float64_failed = {true, 2.0, 2.5, 0.1, false};
-  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  const Judged judged = judged_watch(ranks, std::nullopt);
   EXPECT_FALSE(judged.found_something()) << judged.explanation;
-  EXPECT_EQ(judged.windows[0].golden_dtype, "bfloat16");
-  EXPECT_EQ(judged.windows[0].relative_error, 0.0);  // measured against the twin itself
+  EXPECT_EQ(judged.training.steps[0].golden_dtype, "bfloat16");
+  EXPECT_EQ(judged.training.steps[0].relative_error, 0.0);  // measured against the twin itself
   EXPECT_FALSE(judged.golden_self_check_failed.empty());
 }
 
@@ -359,17 +373,17 @@ TEST(JudgeWatched, ABfloat16SumOfManyMicroStepsIsLowPrecisionAccumulation) {
   // roundings are most of the run's error (measured with DeepSpeed 0.19.8 at GAS 32: 2.0-2.2x
   // the twin's in bfloat16, 1.07-1.17x with grad_accum_dtype fp32).
   std::vector<RankRecording> ranks = in_bfloat16(pointing_one_way(32), 1.0, 1.0);
-  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  const Judged judged = judged_watch(ranks, std::nullopt);
   ASSERT_TRUE(judged.diagnosis.has_value())
-      << judged.explanation << " relative error " << judged.windows[0].relative_error
-      << ", the twin's " << judged.windows[0].twin_relative_error;
+      << judged.explanation << " relative error " << judged.training.steps[0].relative_error
+      << ", the twin's " << judged.training.steps[0].twin_relative_error;
   EXPECT_EQ(*judged.diagnosis, DiagnosisKind::low_precision_accumulation);
   EXPECT_NE(judged.explanation.find("32 micro-steps were summed in bfloat16"), std::string::npos)
       << judged.explanation;
   EXPECT_NE(judged.explanation.find("refuses it at ZeRO stage 0"), std::string::npos);
   // Where DeepSpeed summed in float32 the same error has no known cause.
   ranks[0].resolved.grad_accum_dtype = "float32";
-  const WatchJudgement float32_sum = judge_watched(ranks, std::nullopt);
+  const Judged float32_sum = judged_watch(ranks, std::nullopt);
   EXPECT_TRUE(float32_sum.found_something());
   EXPECT_FALSE(float32_sum.diagnosis.has_value()) << float32_sum.explanation;
 }
@@ -390,7 +404,7 @@ std::vector<RankRecording> own_golden(std::vector<RankRecording> ranks) {
 }
 
 TEST(JudgeWatched, TheOwnDtypeGoldenJudgesAndSaysSo) {
-  const WatchJudgement passed = judge_watched(own_golden(recorded(2, 4, 1.0)), std::nullopt);
+  const Judged passed = judged_watch(own_golden(recorded(2, 4, 1.0)), std::nullopt);
   ASSERT_TRUE(passed.judged) << passed.not_judged_reason;
   EXPECT_FALSE(passed.found_something()) << passed.explanation;
   EXPECT_EQ(passed.golden.rfind("float32: each micro-batch's forward and backward computed "
@@ -398,17 +412,17 @@ TEST(JudgeWatched, TheOwnDtypeGoldenJudgesAndSaysSo) {
             0u)
       << passed.golden;
   EXPECT_TRUE(passed.golden_self_check_failed.empty());
-  const WatchJudgement twice = judge_watched(own_golden(recorded(2, 4, 0.25)), std::nullopt);
+  const Judged twice = judged_watch(own_golden(recorded(2, 4, 0.25)), std::nullopt);
   ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
   EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
   // In bfloat16 the pieces are the run's own: a correct window passes within bfloat16's
   // tolerance, a loss divided twice is named.
-  const WatchJudgement bf16 =
-      judge_watched(own_golden(in_bfloat16(recorded(1, 4, 1.0), 1.0)), std::nullopt);
+  const Judged bf16 =
+      judged_watch(own_golden(in_bfloat16(recorded(1, 4, 1.0), 1.0)), std::nullopt);
   EXPECT_FALSE(bf16.found_something()) << bf16.explanation;
-  EXPECT_EQ(bf16.windows[0].golden_dtype, "bfloat16");
-  const WatchJudgement bf16_twice =
-      judge_watched(own_golden(in_bfloat16(recorded(1, 4, 1.0), 0.25)), std::nullopt);
+  EXPECT_EQ(bf16.training.steps[0].golden_dtype, "bfloat16");
+  const Judged bf16_twice =
+      judged_watch(own_golden(in_bfloat16(recorded(1, 4, 1.0), 0.25)), std::nullopt);
   ASSERT_TRUE(bf16_twice.diagnosis.has_value()) << bf16_twice.explanation;
   EXPECT_EQ(*bf16_twice.diagnosis, DiagnosisKind::loss_scaled_twice);
 }
@@ -421,23 +435,23 @@ TEST(JudgeWatched, AnOwnBfloat16GoldenSaysWhatTheBfloat16SumCostsWithoutFailing)
   std::vector<RankRecording> ranks = pointing_one_way(64);
   ranks[0].versions.deepspeed = "0.19.8";
   const std::vector<RankRecording> correct = own_golden(in_bfloat16(ranks, 1.0, 1.0));
-  const WatchJudgement judged = judge_watched(correct, std::nullopt);
+  const Judged judged = judged_watch(correct, std::nullopt);
   EXPECT_FALSE(judged.found_something()) << judged.explanation;
-  const WatchedWindowJudgement& window = judged.windows[0];
+  const StepJudgement& window = judged.training.steps[0];
   EXPECT_GT(window.relative_error, 2.0 * window.twin_relative_error);
   ASSERT_EQ(judged.findings.size(), 1u);
   EXPECT_NE(judged.findings[0].find("summed its 64 micro-steps in bfloat16"), std::string::npos)
       << judged.findings[0];
   EXPECT_NE(judged.findings[0].find("grad_accum_dtype\": \"fp32"), std::string::npos)
       << judged.findings[0];
-  const WatchJudgement twice =
-      judge_watched(own_golden(in_bfloat16(ranks, 1.0 / 64, 1.0)), std::nullopt);
+  const Judged twice =
+      judged_watch(own_golden(in_bfloat16(ranks, 1.0 / 64, 1.0)), std::nullopt);
   ASSERT_TRUE(twice.diagnosis.has_value()) << twice.explanation;
   EXPECT_EQ(*twice.diagnosis, DiagnosisKind::loss_scaled_twice);
   // Summed in float32, the same error is beyond the batch's own rounding with no cause.
   std::vector<RankRecording> float32_sum = correct;
   float32_sum[0].resolved.grad_accum_dtype = "float32";
-  const WatchJudgement unexplained = judge_watched(float32_sum, std::nullopt);
+  const Judged unexplained = judged_watch(float32_sum, std::nullopt);
   EXPECT_TRUE(unexplained.found_something());
   EXPECT_FALSE(unexplained.diagnosis.has_value()) << unexplained.explanation;
 }
@@ -446,9 +460,9 @@ TEST(JudgeWatched, AnOwnBfloat16GoldenAllowsTheRunningSumsRoundingAndNoMore) {
   // The allowance swept across its boundary: a correct bfloat16 sum of 16 micro-steps plus an
   // error along the golden of half the allowance passes, of twice the allowance does not.
   const std::vector<RankRecording> correct = own_golden(in_bfloat16(pointing_one_way(16), 1.0, 1.0));
-  const WatchJudgement judged = judge_watched(correct, std::nullopt);
+  const Judged judged = judged_watch(correct, std::nullopt);
   ASSERT_FALSE(judged.found_something()) << judged.explanation;
-  const WatchedWindowJudgement& window = judged.windows[0];
+  const StepJudgement& window = judged.training.steps[0];
   const double allowed = kPrecisionTwinFactor *
                          (window.twin_relative_error +
                           unit_roundoff(Precision::bf16) * std::sqrt(17.0 / 6.0));
@@ -462,31 +476,31 @@ TEST(JudgeWatched, AnOwnBfloat16GoldenAllowsTheRunningSumsRoundingAndNoMore) {
     const at::Tensor direction = at::randn_like(run[0]);
     run[0] = run[0] + direction * (share * allowed * norm /
                                    direction.pow(2).sum().sqrt().item<double>());
-    const WatchJudgement swept = judge_watched(off, std::nullopt);
+    const Judged swept = judged_watch(off, std::nullopt);
     EXPECT_EQ(swept.found_something(), share > 1.0)
         << share << "x the allowance: " << swept.explanation << " (relative error "
-        << swept.windows[0].relative_error << ", allowed " << allowed << ")";
+        << swept.training.steps[0].relative_error << ", allowed " << allowed << ")";
   }
 }
 
 TEST(JudgeWatched, NoGoldenOrLowPrecisionIsNotJudgedWithWhy) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
   ranks[0].resolved.dtype = "bfloat16";  // no precision twin recorded
-  EXPECT_FALSE(judge_watched(ranks, std::nullopt).judged);
+  EXPECT_FALSE(judged_watch(ranks, std::nullopt).judged);
   std::vector<RankRecording> half = in_bfloat16(ranks, 1.0);
   half[0].resolved.dtype = "float16";
-  const WatchJudgement fp16 = judge_watched(half, std::nullopt);
+  const Judged fp16 = judged_watch(half, std::nullopt);
   EXPECT_FALSE(fp16.judged);
   EXPECT_NE(fp16.not_judged_reason.find("float16"), std::string::npos);
   ranks[0].golden_not_computed = "window 0: the model casts inside its forward";
-  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  const Judged judged = judged_watch(ranks, std::nullopt);
   EXPECT_NE(judged.not_judged_reason.find("casts inside its forward"), std::string::npos);
 }
 
 TEST(JudgeWatched, TooFewMemoryStepsSayWhatTheScriptMustRun) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
   ranks[0].has_memory = true;  // sampled, but no boundary
-  const WatchJudgement judged = judge_watched(ranks, std::nullopt);
+  const Judged judged = judged_watch(ranks, std::nullopt);
   EXPECT_FALSE(judged.memory.judged);
   EXPECT_NE(judged.memory.not_judged_reason.find(
                 "run at least 22 optimizer steps, all within --memory-steps, to judge memory"),
@@ -497,14 +511,14 @@ TEST(JudgeWatched, TooFewMemoryStepsSayWhatTheScriptMustRun) {
 TEST(JudgeWatched, NoMemorySamplesFromARankKilledEarlyIsNotCalledUnwatched) {
   std::vector<RankRecording> ranks = recorded(1, 4, 1.0);
   ranks[0].memory_steps = 40;  // watched, but killed (--timeout) before the samples were written
-  const std::string killed = judge_watched(ranks, std::nullopt).memory.not_judged_reason;
+  const std::string killed = judged_watch(ranks, std::nullopt).memory.not_judged_reason;
   EXPECT_EQ(killed.find("--memory-steps 0"), std::string::npos) << killed;
   EXPECT_NE(killed.find("wrote no memory samples (they are written after --memory-steps 40 "
                         "optimizer steps"),
             std::string::npos)
       << killed;
   ranks[0].memory_steps = 0;
-  EXPECT_EQ(judge_watched(ranks, std::nullopt).memory.not_judged_reason,
+  EXPECT_EQ(judged_watch(ranks, std::nullopt).memory.not_judged_reason,
             "memory not watched (--memory-steps 0)");
 }
 

@@ -2,7 +2,10 @@
 // recomputed rather than read, and a file of Google Benchmark itself (no calibration) still reads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "harness/perf/benchmark_json.h"
+#include "harness/perf/confirm_regression.h"
 #include "harness/perf/figure_values.h"
 #include "harness/perf/perf_compare.h"
 
@@ -15,6 +18,7 @@ PerfRun two_repetition_run(double step_seconds) {
   run.context.executable = "/bin/true";
   run.context.planted_slowdown = 0.1;
   run.context.scenario_paths = {"scenarios/perf"};
+  run.context.engines = {"deepspeed==0.19.8", "fsdp2"};
   PerfBenchmark benchmark;
   benchmark.name = "perf-x";
   benchmark.measured_steps = 10;
@@ -50,6 +54,24 @@ TEST(PerfJson, RoundTripKeepsEveryFigureAndTheContext) {
   EXPECT_EQ(back.context.commit, "abc123");
   EXPECT_EQ(back.context.planted_slowdown, 0.1);
   EXPECT_EQ(back.context.scenario_paths, std::vector<std::string>{"scenarios/perf"});
+  EXPECT_EQ(back.context.engines, (std::vector<std::string>{"deepspeed==0.19.8", "fsdp2"}));
+}
+
+// `perf compare` reruns a suspected twin on the engine that measured it, not on ours alone.
+TEST(PerfCompare, RerunMeasuresAgainOnTheRecordedEngines) {
+  const std::vector<std::string> arguments =
+      rerun_arguments("/opt/trainrepro", two_repetition_run(0.01), "^perf-x$", 60, 1, "out.json");
+  std::string command;
+  for (const std::string& word : arguments) command += (command.empty() ? "" : " ") + word;
+  EXPECT_EQ(command,
+            "/opt/trainrepro perf run scenarios/perf --filter ^perf-x$ --repetitions 60 --out "
+            "out.json --take-turns --pin-cpu 1 --engine deepspeed==0.19.8 --engine fsdp2 "
+            "--plant-slowdown 0.100000");
+  PerfRun ours_only = two_repetition_run(0.01);
+  ours_only.context.engines.clear();
+  const std::vector<std::string> without =
+      rerun_arguments("/opt/trainrepro", ours_only, "^perf-x$", 60, 1, "out.json");
+  EXPECT_EQ(std::count(without.begin(), without.end(), "--engine"), 0);
 }
 
 TEST(PerfJson, GoogleBenchmarksOwnFileReadsWithoutCalibration) {

@@ -1,4 +1,4 @@
-#include "harness/watch/judge_watched.h"
+#include "harness/verdict/judge_watched.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +11,7 @@
 #include "harness/scenario/precision_config.h"
 #include "harness/verdict/diagnosis_wording.h"
 #include "harness/verdict/judge_memory.h"
+#include "harness/verdict/judge_training.h"
 
 namespace trainrepro {
 namespace {
@@ -234,7 +235,7 @@ ResolvedBatch batch_of(const RankRecording& rank) {
 
 // What the watched run tells the wording table (diagnosis_wording.h), the table a scenario's
 // diagnosis reads too: the config as DeepSpeed resolved it and the batches.
-DiagnosisFacts facts_of(const RankRecording& rank, const WatchJudgement& judgement) {
+DiagnosisFacts facts_of(const RankRecording& rank, const WatchedJudgement& judgement) {
   DiagnosisFacts facts;
   facts.window_steps = rank.resolved.gradient_accumulation_steps;
   facts.batch = batch_of(rank);
@@ -245,12 +246,12 @@ DiagnosisFacts facts_of(const RankRecording& rank, const WatchJudgement& judgeme
 }
 
 // And of window w: what was measured against the golden and the loop's calls inside it.
-DiagnosisFacts facts_of_window(const RankRecording& rank, const WatchJudgement& judgement, size_t w,
-                               const WatchedWindowJudgement& judged, int64_t labels_counted) {
+DiagnosisFacts facts_of_window(const RankRecording& rank, const WatchedJudgement& judgement,
+                               size_t w, const StepJudgement& judged, int64_t labels_counted) {
   DiagnosisFacts facts = facts_of(rank, judgement);
   facts.step = static_cast<int64_t>(w);
   facts.norm_ratio = judged.norm_ratio;
-  facts.window_micro_steps = judged.micro_steps;
+  facts.window_micro_steps = judged.micro_batches;
   facts.items = judged.items;
   facts.labels_counted = labels_counted;
   WindowCalls calls;
@@ -268,7 +269,7 @@ DiagnosisFacts facts_of_window(const RankRecording& rank, const WatchJudgement& 
   return facts;
 }
 
-void find_lr_scheduler_stepped_by_loop(const RankRecording& rank, WatchJudgement& judgement) {
+void find_lr_scheduler_stepped_by_loop(const RankRecording& rank, WatchedJudgement& judgement) {
   int64_t loop_steps = 0;
   for (const std::string& call : rank.calls) loop_steps += call == "lr_scheduler.step()";
   if (loop_steps == 0 || rank.windows.empty()) return;
@@ -285,7 +286,7 @@ void find_lr_scheduler_stepped_by_loop(const RankRecording& rank, WatchJudgement
   }
 }
 
-void find_batch(const RankRecording& rank, WatchJudgement& judgement) {
+void find_batch(const RankRecording& rank, WatchedJudgement& judgement) {
   if (judgement.effective_batch == judgement.intended_batch) return;
   const bool no_accumulation = rank.resolved.gradient_accumulation_steps == 1;
   const std::string text = explain_diagnosis(
@@ -302,11 +303,12 @@ void find_batch(const RankRecording& rank, WatchJudgement& judgement) {
 
 // The scenario a watched script is judged as for memory: the default warm-up and window, a loop
 // whose habits are unknown (the explanation then names what the measurement shows).
-void judge_memory_of(const RankRecording& rank, WatchJudgement& judgement) {
+void judge_memory_of(const RankRecording& rank, WatchedJudgement& judgement,
+                     MemoryJudgement& memory) {
   if (!rank.has_memory) {
     // The samples are written after the M-th step or at the script's normal exit: a rank
     // killed before either (--timeout, a signal) wrote none, though memory was watched.
-    judgement.memory.not_judged_reason =
+    memory.not_judged_reason =
         rank.memory_steps == 0
             ? "memory not watched (--memory-steps 0)"
             : "memory not judged: rank " + std::to_string(rank.rank) +
@@ -320,19 +322,19 @@ void judge_memory_of(const RankRecording& rank, WatchJudgement& judgement) {
   scenario.memory = MemorySpec{};
   Plan plan;
   plan.device = Device::cpu;
-  judgement.memory = judge_memory(scenario, plan, rank.memory);
+  memory = judge_memory(scenario, plan, rank.memory);
   // judge_memory speaks of a scenario's key; a watched script has optimizer steps and the
   // watch's option instead.
-  std::string& reason = judgement.memory.not_judged_reason;
+  std::string& reason = memory.not_judged_reason;
   const size_t key = reason.find(" loop.steps to judge memory");
   if (key != std::string::npos) {
     reason.replace(key, std::string::npos,
                    " optimizer steps, all within --memory-steps, to judge memory");
   }
-  for (size_t i = 0; i < judgement.memory.diagnoses.size(); ++i) {
-    const std::string& text = judgement.memory.explanations[i];
+  for (size_t i = 0; i < memory.diagnoses.size(); ++i) {
+    const std::string& text = memory.explanations[i];
     if (!judgement.found_something()) {
-      judgement.diagnosis = judgement.memory.diagnoses[i];
+      judgement.diagnosis = memory.diagnoses[i];
       judgement.explanation = text;
     } else if (judgement.explanation != text) {
       judgement.findings.push_back(text);
@@ -345,11 +347,10 @@ void judge_memory_of(const RankRecording& rank, WatchJudgement& judgement) {
 // where DeepSpeed summed the micro-steps in bfloat16: the extra error is that running
 // sum's rounding (the scenario judge's rule, setting_mismatch_diagnosis.cpp). Sets `kind` and
 // returns the explanation; returns "" and leaves `kind` alone otherwise.
-std::string low_precision_accumulation(const RankRecording& rank,
-                                       const WatchedWindowJudgement& window,
+std::string low_precision_accumulation(const RankRecording& rank, const StepJudgement& window,
                                        double hypothesis_match,
                                        std::optional<DiagnosisKind>& kind) {
-  if (window.micro_steps <= 1 || rank.resolved.grad_accum_dtype != "bfloat16") return "";
+  if (window.micro_batches <= 1 || rank.resolved.grad_accum_dtype != "bfloat16") return "";
   // Rounding, not a fault: the run is the golden within what a bfloat16 run that sums its
   // micro-steps may err (the twin's error and one rounding per micro-step, as a hypothesis is
   // matched); a gradient further off is unexplained, however near the golden.
@@ -358,9 +359,9 @@ std::string low_precision_accumulation(const RankRecording& rank,
     if (tested.relative_error <= window.relative_error) return "";
   }
   kind = DiagnosisKind::low_precision_accumulation;
-  return "window " + std::to_string(window.window) + "'s " +
+  return "window " + std::to_string(window.step) + "'s " +
          explain_low_precision_accumulation(window.relative_error, window.twin_relative_error,
-                                            window.micro_steps, "bfloat16",
+                                            window.micro_batches, "bfloat16",
                                             rank.resolved.zero_stage, rank.versions.deepspeed);
 }
 
@@ -430,10 +431,10 @@ Gradients rounded_to_bfloat16(const Gradients& tensors) {
 
 // A correct bfloat16 window whose running sum costs more than the unaccumulated batch's own
 // rounding: not a fault (the config asks for that sum), but worth knowing, with the fix.
-std::string bfloat16_sum_in_words(size_t w, const WatchedWindowJudgement& window, double error,
+std::string bfloat16_sum_in_words(size_t w, const StepJudgement& window, double error,
                                   const RankRecording& rank) {
   return "window " + std::to_string(w) + ": DeepSpeed " + rank.versions.deepspeed +
-         " summed its " + std::to_string(window.micro_steps) +
+         " summed its " + std::to_string(window.micro_batches) +
          " micro-steps in bfloat16 (data_types.grad_accum_dtype; the model's dtype by default), "
          "so the gradient errs " + format("%.3g", error) + " relative, " +
          format("%.2g", error / std::max(window.twin_relative_error, 1e-300)) +
@@ -491,9 +492,11 @@ std::string why_gradients_not_judged(const std::vector<RankRecording>& ranks) {
 
 }  // namespace
 
-WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
-                             std::optional<int64_t> intended_batch) {
-  WatchJudgement judgement;
+WatchedJudgement judge_watched(const std::vector<RankRecording>& ranks,
+                               std::optional<int64_t> intended_batch,
+                               TrainingJudgement& training, MemoryJudgement& memory) {
+  WatchedJudgement judgement;
+  training.gradient_tolerance = default_tolerance(EngineDtype::float32);
   const RankRecording& first = ranks.front();
   judgement.world_size = first.world_size;
   judgement.gradient_accumulation_steps = first.resolved.gradient_accumulation_steps;
@@ -512,6 +515,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
                   "engine.module.forward(...) or another method of the model skips both); call "
                   "engine(inputs) or engine.module(inputs)"
             : "no optimizer step was watched: the script ended before its first one";
+    training.not_judged = judgement.not_judged_reason;
     return judgement;
   }
   // The batch of a whole window: the largest watched (a window the loop closed early, at the end
@@ -536,7 +540,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
     const WindowGolden golden = golden_of(ranks, w);
     const bool twin_judges = golden.dtype == "bfloat16";
     const WindowPieces pieces = pieces_of(ranks, w, twin_judges);
-    WatchedWindowJudgement window;
+    StepJudgement window;
     window.golden_dtype = golden.dtype;
     window.self_check_ratio = golden.ratio;
     if (!golden.failure.empty() && judgement.golden_self_check_failed.empty()) {
@@ -547,8 +551,8 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
           "judged within torch.testing's " + golden.dtype + " tolerance (the float64 golden "
           "failed its self-check)";
     }
-    window.window = static_cast<int64_t>(w);
-    window.micro_steps = static_cast<int64_t>(first.windows[w].micro_steps.size());
+    window.step = static_cast<int64_t>(w);
+    window.micro_batches = static_cast<int64_t>(first.windows[w].micro_steps.size());
     window.items = pieces.items;
     const Gradients& run = first.windows[w].run_gradients;
     // The relative error a run following a hypothesis may show: float32's, or for bfloat16 the
@@ -570,7 +574,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
       const double allowed =
           kPrecisionTwinFactor *
           (window.twin_relative_error +
-           (summed_in_bfloat16 ? bfloat16_running_sum_error(window.micro_steps) : 0.0));
+           (summed_in_bfloat16 ? bfloat16_running_sum_error(window.micro_batches) : 0.0));
       window.gradients = compare_model_with_twin(first.parameter_names, run, rounded,
                                                  pieces.golden, kPrecisionTwinFactor,
                                                  kPrecisionTwinFloor);
@@ -578,7 +582,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
       window.gradients_match = error <= allowed;
       window.gradients.front().within_tolerance = window.gradients_match;
       hypothesis_match = std::max(kHypothesisMatch, allowed);
-      if (window.gradients_match && summed_in_bfloat16 && window.micro_steps > 1 &&
+      if (window.gradients_match && summed_in_bfloat16 && window.micro_batches > 1 &&
           error > kPrecisionTwinFactor * window.twin_relative_error &&
           !bfloat16_sum_said) {
         bfloat16_sum_said = true;
@@ -599,7 +603,8 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
       hypothesis_match =
           std::max(kHypothesisMatch,
                    kPrecisionTwinFactor * accumulation_noise(window.twin_relative_error,
-                                                             window.micro_steps, Precision::bf16));
+                                                             window.micro_batches,
+                                                             Precision::bf16));
     } else {
       for (size_t p = 0; p < run.size(); ++p) {
         window.gradients.push_back(
@@ -608,11 +613,7 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
             window.gradients_match && window.gradients.back().within_tolerance;
       }
     }
-    const double golden_norm = norm_of(pieces.golden);
-    const double run_norm = norm_of(run);
-    window.relative_error = relative_error(run, pieces.golden);
-    window.norm_ratio = run_norm / std::max(golden_norm, 1e-300);
-    window.cosine = dot(run, pieces.golden) / std::max(run_norm * golden_norm, 1e-300);
+    compare_whole_model(run, pieces.golden, window);
     if (!window.gradients_match) {
       std::optional<DiagnosisKind> best;
       std::string best_specifics;
@@ -645,11 +646,24 @@ WatchJudgement judge_watched(const std::vector<RankRecording>& ranks,
         }
       }
     }
-    judgement.windows.push_back(std::move(window));
+    training.micro_steps += window.micro_batches;
+    if (window.twin_relative_error >= 0.0) training.precision = "bf16";
+    if (!window.gradients_match && !training.first_gradient_mismatch) {
+      training.first_gradient_mismatch = window.step;
+      training.diagnosis = Diagnosis{std::nullopt, "", window.step, window.tested};
+    }
+    training.steps.push_back(std::move(window));
   }
   find_lr_scheduler_stepped_by_loop(first, judgement);
   find_batch(first, judgement);
-  judge_memory_of(first, judgement);
+  judge_memory_of(first, judgement, memory);
+  // Windows are judged before the scheduler, the batch and memory, so a window that mismatched
+  // holds the first thing found: the training's diagnosis is that window's.
+  if (training.diagnosis) {
+    training.diagnosis->kind = judgement.diagnosis;
+    training.diagnosis->explanation = judgement.explanation;
+  }
+  training.not_judged = judgement.judged ? "" : judgement.not_judged_reason;
   return judgement;
 }
 
