@@ -61,6 +61,10 @@ def wait_for_request(folder, n, alive=lambda: True):
 def serve_ranks(folder, world_size):
     """The coordinator: starts the ranks, and answers each job once every rank acknowledged it
     (or one died). Exit status 0 when the set ended as asked or retired, 3 when a rank died."""
+    # trainrepro passes a stop signal on as SIGTERM (and PR_SET_PDEATHSIG sends it when
+    # trainrepro dies): ending through `finally` kills the ranks and removes the buffers, which
+    # trainrepro, already ending, cannot.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     port = one_shot.free_port()
     one_shot.write_json_atomically(os.path.join(folder, "port.json"), {"port": port})
     with open(os.path.join(folder, "port"), "w") as out:
@@ -125,8 +129,11 @@ def serve_jobs(folder, rank, world_size):
     import job_isolation
     isolation = job_isolation.JobIsolation()
     n, retire = 1, False
+    # A coordinator killed outright (SIGKILL) leaves its ranks to init: they would wait for the
+    # next job forever.
+    coordinator = os.getppid()
     while True:
-        request = wait_for_request(folder, n)
+        request = wait_for_request(folder, n, alive=lambda: os.getppid() == coordinator)
         if request is None:
             break
         isolation.before_job()
