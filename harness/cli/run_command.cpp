@@ -136,6 +136,7 @@ int run_scenarios(const RunArgs& args) {
     if (!report(std::move(result))) return kExitInfrastructure;
   }
 
+  if (options.worker_sets != nullptr) std::cerr << worker_sets.summary() << "\n";
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (results.empty()) {

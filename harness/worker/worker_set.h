@@ -50,6 +50,8 @@ class WorkerSet {
   // Removes job N's folder (its trace, once read).
   void remove_job_folder(int n);
   int jobs_handed_over() const { return jobs_; }
+  // Whether its coordinator still runs (a rank that died between jobs ends it).
+  bool running() { return coordinator_ && coordinator_->running(); }
 
   // Ends the set: asks it to stop, gives it 30 s, then kills what is left; removes DeepSpeed's
   // shared-memory buffers of its port and the private folder. Idempotent.

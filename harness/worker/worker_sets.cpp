@@ -27,6 +27,8 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
   const int world_size = job.value("world_size", 1);
   const std::string key = set_key(python, world_size);
   std::unique_ptr<WorkerSet>& slot = sets_[key];
+  // A set whose rank died between two jobs has ended: this job is not its failure.
+  if (slot && !slot->running()) slot.reset();
   if (!slot) {
     try {
       slot = std::make_unique<WorkerSet>(python.command, world_size);
@@ -39,12 +41,14 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
     }
   }
   WorkerSet& set = *slot;
+  ++jobs_;
   const bool expect_memory = job.value("memory", false);
   const ServedAnswer answer = set.serve(std::move(job), timeout_seconds);
   const std::string job_name =
       "job " + std::to_string(set.jobs_handed_over()) + " of its served set";
   // A failed set is ended here, before the error is reported: the next scenario starts anew.
   auto drop_and_fail = [&](const std::string& what) -> WorkerTrace {
+    ended_early_.push_back(what);
     sets_.erase(key);
     throw WorkerTraceError(with_output(what, answer));
   };
@@ -80,8 +84,18 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
   set.remove_job_folder(set.jobs_handed_over());
   // A job that did not train, or left something behind, retired the set (serving.py): its
   // ranks are exiting, and the next scenario needs new ones.
-  if (answer.retired) sets_.erase(key);
+  if (answer.retired) {
+    ended_early_.push_back("retired after " + job_name + ": " + answer.answer);
+    sets_.erase(key);
+  }
   return trace;
+}
+
+std::string WorkerSets::summary() const {
+  std::string text = "--serve-workers: " + std::to_string(jobs_) + " scenario(s) handed to " +
+                     std::to_string(started_) + " set(s) of worker ranks";
+  for (const std::string& why : ended_early_) text += "\n  a set ended early: " + why;
+  return text;
 }
 
 }  // namespace trainrepro

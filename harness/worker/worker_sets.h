@@ -34,12 +34,15 @@ class WorkerSets {
 
   // Ends every set (worker_set.h's close), as the run ends.
   void close_all() { sets_.clear(); }
-  // Sets started so far in this run (a dropped set's replacement counts again).
-  int sets_started() const { return started_; }
+  // What the run's sets did, for its last lines: "served N scenarios on M sets of worker
+  // ranks", and each set that ended early with why (a retiring answer, a timeout, …).
+  std::string summary() const;
 
  private:
   std::map<std::string, std::unique_ptr<WorkerSet>> sets_;
   int started_ = 0;
+  int jobs_ = 0;
+  std::vector<std::string> ended_early_;
 };
 
 }  // namespace trainrepro

@@ -1,6 +1,7 @@
 """A set of rank processes that serves job after job (issue 53): Python, `import deepspeed` and the
-process group are paid once per set instead of once per scenario. Not yet driven by trainrepro's
-C++ side (docs/engines.md, "Ranks that serve job after job").
+process group are paid once per set instead of once per scenario. Driven by `trainrepro run
+--serve-workers` (harness/worker/worker_set.cpp; docs/engines.md, "Ranks that serve job after
+job").
 
 Usage: deepspeed_engine_worker.py --serve FOLDER WORLD_SIZE
   Started once, without TRAINREPRO_WORKER_RANKS_STARTED: the set's coordinator. It writes

@@ -1,6 +1,6 @@
-"""The parent side of serving.py in Python, for its tests and its timing (the C++ side is not
-wired yet: docs/engines.md, "Ranks that serve job after job"): a set started, jobs handed over
-one by one, answers awaited with a timeout, a one-shot run of the same job for comparison."""
+"""The parent side of serving.py in Python, for its tests and its timing without trainrepro (whose
+own parent is harness/worker/worker_set.cpp, `run --serve-workers`): a set started, jobs handed
+over one by one, answers awaited with a timeout, a one-shot run of the same job for comparison."""
 import glob
 import json
 import os
