@@ -59,13 +59,20 @@ def wait_for_request(folder, n, alive=lambda: True):
         time.sleep(POLL_SECONDS)
 
 
+def end_on_sigterm(signum, frame):
+    # Once: the same stop often comes twice (passed on, then the parent-death signal), and a
+    # second SystemExit inside `finally` would cut the cleanup short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(128 + signum)
+
+
 def serve_ranks(folder, world_size):
     """The coordinator: starts the ranks, and answers each job once every rank acknowledged it
     (or one died). Exit status 0 when the set ended as asked or retired, 3 when a rank died."""
     # trainrepro passes a stop signal on as SIGTERM (and PR_SET_PDEATHSIG sends it when
     # trainrepro dies): ending through `finally` kills the ranks and removes the buffers, which
     # trainrepro, already ending, cannot.
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGTERM, end_on_sigterm)
     port = one_shot.free_port()
     one_shot.write_json_atomically(os.path.join(folder, "port.json"), {"port": port})
     with open(os.path.join(folder, "port"), "w") as out:
