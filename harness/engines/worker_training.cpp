@@ -239,7 +239,7 @@ std::variant<Trace, Verdict> WorkerTrainingEngine::train_job(const Scenario& sce
   WorkerTrace worker;
   try {
     worker = run_deepspeed_worker(python_, std::move(job), timeout_seconds, golden.parameter_names,
-                                  golden.initial_parameters, worker_sets);
+                                  golden.initial_parameters, worker_sets, scenario.file);
   } catch (const WorkerTraceError& error) {
     return worker_verdict(
         Outcome::error, ErrorSource::infrastructure,

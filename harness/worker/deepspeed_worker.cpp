@@ -114,7 +114,7 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
                                  int timeout_seconds,
                                  const std::vector<std::string>& parameter_names,
                                  const std::vector<at::Tensor>& initial_parameters,
-                                 WorkerSets* served) {
+                                 WorkerSets* served, const std::string& served_as) {
   // Every entry point refuses such a config first (refuse_settings_acting_outside_the_run, exit
   // 2); one that reaches this point is a bug of ours, and DeepSpeed must not see it either.
   if (python.versions.engine != "fsdp2") {
@@ -129,7 +129,7 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
   }
   if (served != nullptr && python.versions.engine == "deepspeed") {
     return served->train(python, std::move(job), timeout_seconds, parameter_names,
-                         initial_parameters);
+                         initial_parameters, served_as);
   }
   PrivateFolder folder;
   write_worker_sources(folder.path());

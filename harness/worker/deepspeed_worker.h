@@ -65,10 +65,12 @@ void write_worker_sources(const std::string& folder);
 // the folder and ends this process by the same signal. With `served` (`run --serve-workers`) a
 // DeepSpeed job goes to the set of ranks kept for its world size instead of fresh ones; FSDP2
 // jobs always get fresh ones (serving.py's ranks import DeepSpeed, which FSDP2's Python lacks).
+// `served_as` names the job in the sets' summary (the scenario's file).
 WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json job,
                                  int timeout_seconds,
                                  const std::vector<std::string>& parameter_names,
                                  const std::vector<at::Tensor>& initial_parameters,
-                                 WorkerSets* served = nullptr);
+                                 WorkerSets* served = nullptr,
+                                 const std::string& served_as = "");
 
 }  // namespace trainrepro

@@ -23,7 +23,8 @@ std::string with_output(const std::string& what, const ServedAnswer& answer) {
 WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
                               int timeout_seconds,
                               const std::vector<std::string>& parameter_names,
-                              const std::vector<at::Tensor>& initial_parameters) {
+                              const std::vector<at::Tensor>& initial_parameters,
+                              const std::string& named) {
   const int world_size = job.value("world_size", 1);
   const std::string key = set_key(python, world_size);
   std::unique_ptr<WorkerSet>& slot = sets_[key];
@@ -44,8 +45,8 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
   ++jobs_;
   const bool expect_memory = job.value("memory", false);
   const ServedAnswer answer = set.serve(std::move(job), timeout_seconds);
-  const std::string job_name =
-      "job " + std::to_string(set.jobs_handed_over()) + " of its served set";
+  const std::string job_name = "job " + std::to_string(set.jobs_handed_over()) +
+                               " of its served set" + (named.empty() ? "" : " (" + named + ")");
   // A failed set is ended here, before the error is reported: the next scenario starts anew.
   auto drop_and_fail = [&](const std::string& what) -> WorkerTrace {
     ended_early_.push_back(what);

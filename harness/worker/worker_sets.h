@@ -27,10 +27,12 @@ class WorkerSets {
 
   // run_deepspeed_worker's contract on the set for `python` and the job's world size (started
   // when there is none): the trace, or WorkerTraceError with the set's output since the job
-  // was handed over. A stop signal ends every set, then this process by that signal.
+  // was handed over. A stop signal ends every set, then this process by that signal. `named`
+  // names the job in summary().
   WorkerTrace train(const DeepSpeedPython& python, nlohmann::json job, int timeout_seconds,
                     const std::vector<std::string>& parameter_names,
-                    const std::vector<at::Tensor>& initial_parameters);
+                    const std::vector<at::Tensor>& initial_parameters,
+                    const std::string& named = "");
 
   // Ends every set (worker_set.h's close), as the run ends.
   void close_all() { sets_.clear(); }
