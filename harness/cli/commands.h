@@ -58,6 +58,7 @@ struct RunArgs {
   bool allow_large = false;          // run scenarios the resource check refuses
   std::string junit_file;            // empty: no JUnit XML
   std::string engine = "reference";  // --engine: or "deepspeed", "deepspeed==0.18.6"
+  bool serve_workers = false;        // --serve-workers: DeepSpeed's ranks kept across scenarios
   RunProvenance provenance;          // written into every results file
 };
 int run_scenarios(const RunArgs& args);

@@ -18,6 +18,7 @@
 #include "harness/report/console_reporter.h"
 #include "harness/report/junit_reporter.h"
 #include "harness/report/results_json.h"
+#include "harness/worker/worker_sets.h"
 
 namespace trainrepro {
 namespace {
@@ -68,6 +69,15 @@ int run_scenarios(const RunArgs& args) {
   options.launcher_world_size = launcher_world_size();
   options.allow_large = args.allow_large;
   options.engine = training_engine_for(engine.deepspeed);
+  // Declared after the reporters, so it ends first: every set is stopped before this returns.
+  WorkerSets worker_sets;
+  if (args.serve_workers) {
+    if (engine.deepspeed && engine.deepspeed->versions.engine == "deepspeed") {
+      options.worker_sets = &worker_sets;
+    } else {
+      std::cerr << "--serve-workers: ignored: only --engine deepspeed's workers are served\n";
+    }
+  }
 
   std::vector<ScenarioResult> results;
   // Reports one result to every reporter; false when a results file cannot be written.
@@ -126,6 +136,7 @@ int run_scenarios(const RunArgs& args) {
     if (!report(std::move(result))) return kExitInfrastructure;
   }
 
+  if (options.worker_sets != nullptr) std::cerr << worker_sets.summary() << "\n";
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (results.empty()) {

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -65,15 +66,33 @@ std::vector<ProcessEntry> every_process() {
   return processes;
 }
 
-// Descendants of this process, zombies included (a zombie's children, if any, are already ours).
-std::vector<ProcessEntry> descendant_entries() {
+// Plain atomics, no lock: a stop signal's handler reads them (background_process.cpp).
+constexpr int kMaxSpared = 16;
+std::atomic<pid_t> spared_roots[kMaxSpared];
+std::atomic<int> subreaper_holders{0};
+
+bool is_spared(pid_t pid) {
+  for (const auto& root : spared_roots) {
+    if (root.load() == pid) return true;
+  }
+  return false;
+}
+
+// `root`'s descendants, zombies included (a zombie's children, if any, are already ours), and
+// `root` itself unless it is this process; spared trees are left out of this process's.
+std::vector<ProcessEntry> descendant_entries(pid_t root) {
   const std::vector<ProcessEntry> processes = every_process();
-  std::set<pid_t> family = {::getpid()};
+  const bool whole_family = root == ::getpid();
+  std::set<pid_t> family = {root};
   std::vector<ProcessEntry> found;
+  for (const ProcessEntry& entry : processes) {
+    if (!whole_family && entry.pid == root) found.push_back(entry);
+  }
   // Parent links point up; a few passes reach every depth (a new depth per pass at worst).
   for (bool grew = true; grew;) {
     grew = false;
     for (const ProcessEntry& entry : processes) {
+      if (whole_family && is_spared(entry.pid)) continue;
       if (family.count(entry.parent) != 0 && family.insert(entry.pid).second) {
         found.push_back(entry);
         grew = true;
@@ -84,9 +103,9 @@ std::vector<ProcessEntry> descendant_entries() {
 }
 
 // Reaps the zombies that are this process's children; returns the live descendants.
-std::vector<pid_t> reap_and_list(std::map<pid_t, int>& reaped) {
+std::vector<pid_t> reap_and_list(pid_t root, std::map<pid_t, int>& reaped) {
   std::vector<pid_t> live;
-  for (const ProcessEntry& entry : descendant_entries()) {
+  for (const ProcessEntry& entry : descendant_entries(root)) {
     if (entry.state != 'Z') {
       live.push_back(entry.pid);
     } else if (entry.parent == ::getpid()) {
@@ -104,19 +123,55 @@ int64_t process_start_ticks(pid_t pid) {
   return read_process_entry(pid, entry) ? entry.start_ticks : -1;
 }
 
-bool become_child_subreaper() { return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; }
+bool become_child_subreaper() {
+  ++subreaper_holders;
+  return ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0;
+}
 
-void stop_being_child_subreaper() { ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0); }
+void stop_being_child_subreaper() {
+  if (--subreaper_holders <= 0) {
+    subreaper_holders = 0;
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+  }
+}
+
+bool spare_process_tree(pid_t root) {
+  for (auto& slot : spared_roots) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, root)) return true;
+  }
+  return false;
+}
+
+void unspare_process_tree(pid_t root) {
+  for (auto& slot : spared_roots) {
+    pid_t expected = root;
+    slot.compare_exchange_strong(expected, 0);
+  }
+}
+
+void signal_spared_process_groups(int signal) {
+  for (const auto& slot : spared_roots) {
+    const pid_t root = slot.load();
+    if (root <= 0) continue;
+    ::kill(-root, signal);
+    ::kill(-root, SIGCONT);
+  }
+}
 
 std::vector<pid_t> live_descendants() {
   std::vector<pid_t> live;
-  for (const ProcessEntry& entry : descendant_entries()) {
+  for (const ProcessEntry& entry : descendant_entries(::getpid())) {
     if (entry.state != 'Z') live.push_back(entry.pid);
   }
   return live;
 }
 
 std::map<pid_t, int> end_descendants(std::chrono::milliseconds grace) {
+  return end_process_tree(::getpid(), grace);
+}
+
+std::map<pid_t, int> end_process_tree(pid_t root, std::chrono::milliseconds grace) {
   using Clock = std::chrono::steady_clock;
   constexpr auto kPoll = std::chrono::milliseconds(20);
   std::map<pid_t, int> reaped;
@@ -124,7 +179,7 @@ std::map<pid_t, int> end_descendants(std::chrono::milliseconds grace) {
   const auto polite_until = Clock::now() + grace;
   const auto give_up = polite_until + std::chrono::seconds(30);
   while (true) {
-    const std::vector<pid_t> live = reap_and_list(reaped);
+    const std::vector<pid_t> live = reap_and_list(root, reaped);
     if (live.empty()) break;
     const bool polite = Clock::now() < polite_until;
     if (!polite && Clock::now() > give_up) break;

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "harness/distributed/child_start.h"
 #include "harness/distributed/oom_kill_count.h"
 #include "harness/distributed/process_tree.h"
 
@@ -54,12 +55,17 @@ constexpr int kStopSignals[] = {SIGTERM, SIGINT, SIGHUP};
 
 void on_stop_signal(int signal) {
   if (running_group.load() <= 0) {
+    // Worker sets kept across scenarios (background_process.h) end with this process: their
+    // coordinators remove what they made when SIGTERM reaches them.
+    signal_spared_process_groups(SIGTERM);
     std::signal(signal, SIG_DFL);
     std::raise(signal);
     return;
   }
   stop_signal = signal;
 }
+
+}  // namespace
 
 void install_stop_handlers() {
   static const bool installed = [] {
@@ -145,6 +151,14 @@ pid_t start_child(const std::string& program, std::vector<char*>& argv, int outp
   return pid;
 }
 
+void begin_waiting_for(pid_t pid) { running_group = pid; }
+
+void end_waiting() { running_group = 0; }
+
+int noted_stop_signal() { return stop_signal; }
+
+namespace {
+
 // Copies what the command wrote to its output file since the last call to `echo`, 64 KiB at a
 // time and at most 16 MiB per call (so that a command printing without pause cannot hold the
 // launch loop away from its timeout): the output appears as it is written, with bounded memory.
@@ -179,6 +193,7 @@ std::string tail_of_file(const std::string& path, size_t limit) {
 }
 
 void end_by_signal(int signal) {
+  signal_spared_process_groups(SIGTERM);
   std::signal(signal, SIG_DFL);
   std::raise(signal);
   std::_Exit(128 + signal);  // only if the signal is blocked

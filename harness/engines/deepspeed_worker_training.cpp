@@ -27,7 +27,7 @@ class DeepSpeedWorkerEngine : public WorkerTrainingEngine {
                                      const Golden& golden,
                                      const TrainingContext& context) const override {
     auto trained = train_job(scenario, golden, deepspeed_job(scenario, golden), "DeepSpeed",
-                             context.timeout_seconds);
+                             context.timeout_seconds, context.worker_sets);
     // DeepSpeed trains the module in bf16 under bf16 (float32 master weights beside it): what
     // GatheredParameters hands the loop is bf16.
     if (auto* trace = std::get_if<Trace>(&trained); trace && plan.precision != Precision::fp32) {

@@ -22,6 +22,9 @@ namespace trainrepro {
 struct TrainingContext {
   int timeout_seconds = 600;             // a worker that takes longer is killed
   Communicator* communicator = nullptr;  // this rank's, when ranks were launched; else none
+  // `run --serve-workers`: the DeepSpeed worker's ranks kept across scenarios; none: fresh
+  // ranks for every scenario.
+  WorkerSets* worker_sets = nullptr;
 };
 
 class TrainingEngine {

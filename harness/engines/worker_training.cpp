@@ -234,11 +234,12 @@ std::variant<Trace, Verdict> WorkerTrainingEngine::train_job(const Scenario& sce
                                                              const Golden& golden,
                                                              nlohmann::json job,
                                                              const std::string& title,
-                                                             int timeout_seconds) const {
+                                                             int timeout_seconds,
+                                                             WorkerSets* worker_sets) const {
   WorkerTrace worker;
   try {
     worker = run_deepspeed_worker(python_, std::move(job), timeout_seconds, golden.parameter_names,
-                                  golden.initial_parameters);
+                                  golden.initial_parameters, worker_sets, scenario.file);
   } catch (const WorkerTraceError& error) {
     return worker_verdict(
         Outcome::error, ErrorSource::infrastructure,

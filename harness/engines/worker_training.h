@@ -57,7 +57,8 @@ class WorkerTrainingEngine : public TrainingEngine {
   // failure). `title` names the engine in errors ("DeepSpeed", "FSDP2").
   std::variant<Trace, Verdict> train_job(const Scenario& scenario, const Golden& golden,
                                          nlohmann::json job, const std::string& title,
-                                         int timeout_seconds) const;
+                                         int timeout_seconds,
+                                         WorkerSets* worker_sets = nullptr) const;
 
   DeepSpeedPython python_;
 };

@@ -259,7 +259,8 @@ void run_training_stage(const Scenario& scenario, const Plan& resolved, const Ru
   Trace trace;
   try {
     auto trained =
-        engine.train(scenario, plan, golden, {options.rank_timeout_seconds, communicator.get()});
+        engine.train(scenario, plan, golden,
+                     {options.rank_timeout_seconds, communicator.get(), options.worker_sets});
     if (auto* verdict = std::get_if<Verdict>(&trained)) {
       result.verdict = std::move(*verdict);
       return;

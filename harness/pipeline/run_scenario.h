@@ -24,6 +24,9 @@ struct RunOptions {
   // What trains each scenario (`run --engine`, chosen once before any scenario); the golden,
   // judges and reporters are the same whichever it is.
   std::shared_ptr<const TrainingEngine> engine = reference_training_engine();
+  // `run --serve-workers`: the worker sets kept for the whole run (the caller owns them);
+  // none: fresh worker ranks for every scenario.
+  WorkerSets* worker_sets = nullptr;
 };
 
 // The load stage alone, as a result when it fails (outcome error, source scenario).

@@ -14,6 +14,8 @@
 #include "harness/scenario/settings_acting_outside_the_run.h"
 #include "harness/worker/private_folder.h"
 #include "harness/worker/probe_answer.h"
+#include "harness/worker/shared_memory_buffers.h"
+#include "harness/worker/worker_sets.h"
 #include "harness/worker/worker_sources.h"
 
 namespace trainrepro {
@@ -30,23 +32,6 @@ std::optional<std::string> read_probe_answer_file(const std::string& path) {
   in.read(text.data(), kProbeAnswerLimit);
   text.resize(static_cast<size_t>(in.gcount()));
   return text;
-}
-
-// DeepSpeed's CPU all-reduce buffers (/dev/shm/deepspeed_allreduce_buffer_<n>_127.0.0.1_<port>_<k>,
-// 67 MB each, RAM) outlive every process that used them; the worker wrote its port.
-void remove_shared_memory_buffers(const std::string& port_file) {
-  std::ifstream in(port_file);
-  std::string port;
-  if (!(in >> port) || port.find_first_not_of("0123456789") != std::string::npos) return;
-  const std::string marker = "_127.0.0.1_" + port + "_";
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("deepspeed_allreduce_buffer_", 0) == 0 &&
-        name.find(marker) != std::string::npos) {
-      std::filesystem::remove(entry.path(), error);
-    }
-  }
 }
 
 }  // namespace
@@ -128,7 +113,8 @@ void write_worker_sources(const std::string& folder) {
 WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json job,
                                  int timeout_seconds,
                                  const std::vector<std::string>& parameter_names,
-                                 const std::vector<at::Tensor>& initial_parameters) {
+                                 const std::vector<at::Tensor>& initial_parameters,
+                                 WorkerSets* served, const std::string& served_as) {
   // Every entry point refuses such a config first (refuse_settings_acting_outside_the_run, exit
   // 2); one that reaches this point is a bug of ours, and DeepSpeed must not see it either.
   if (python.versions.engine != "fsdp2") {
@@ -140,6 +126,10 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
           "reached the worker unchecked (/deepspeed" +
           outside.front().pointer + ")");
     }
+  }
+  if (served != nullptr && python.versions.engine == "deepspeed") {
+    return served->train(python, std::move(job), timeout_seconds, parameter_names,
+                         initial_parameters, served_as);
   }
   PrivateFolder folder;
   write_worker_sources(folder.path());

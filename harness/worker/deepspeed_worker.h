@@ -14,6 +14,8 @@
 
 namespace trainrepro {
 
+class WorkerSets;  // worker_sets.h
+
 struct DeepSpeedPython {
   // What starts that Python, before the script's arguments: {program} for the user's own Python
   // (a path or a name on the PATH), {"env", "PYTHONPATH=…", …, program} for a release in the cache.
@@ -60,10 +62,15 @@ void write_worker_sources(const std::string& folder);
 // Runs the worker on `job` (its "trace" key is filled in here) with a limit of timeout_seconds,
 // and reads what it wrote. Throws WorkerTraceError when it wrote no usable trace (crashed, timed
 // out, truncated files), with the tail of its output. A stop signal (Ctrl-C) kills it, removes
-// the folder and ends this process by the same signal.
+// the folder and ends this process by the same signal. With `served` (`run --serve-workers`) a
+// DeepSpeed job goes to the set of ranks kept for its world size instead of fresh ones; FSDP2
+// jobs always get fresh ones (serving.py's ranks import DeepSpeed, which FSDP2's Python lacks).
+// `served_as` names the job in the sets' summary (the scenario's file).
 WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json job,
                                  int timeout_seconds,
                                  const std::vector<std::string>& parameter_names,
-                                 const std::vector<at::Tensor>& initial_parameters);
+                                 const std::vector<at::Tensor>& initial_parameters,
+                                 WorkerSets* served = nullptr,
+                                 const std::string& served_as = "");
 
 }  // namespace trainrepro

@@ -17,6 +17,9 @@ Usage: deepspeed_engine_worker.py JOB.json
   With JOB["time_steps"] true (`perf run --engine deepspeed`), PREFIX.json's "step_seconds" and
   "step_cpu_seconds" hold each optimizer step's wall and CPU time, the worker's recording left out.
 Exit status: 0 when PREFIX.json was written (whatever it says), 3 otherwise.
+
+Usage: deepspeed_engine_worker.py --serve FOLDER WORLD_SIZE
+  The same ranks trained job after job (serving.py), each job as above.
 """
 import glob
 import json
@@ -123,15 +126,23 @@ def start_ranks(job_path, prefix, world_size):
     port = free_port()
     with open(prefix + ".port", "w") as out:
         out.write(str(port))
-    processes = []
-    for rank in range(world_size):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
-                   LOCAL_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   TRAINREPRO_WORKER_RANKS_STARTED="1")
-        processes.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), job_path],
-                                          env=env))
+    processes = [subprocess.Popen([sys.executable, os.path.abspath(__file__), job_path],
+                                  env=rank_environment(rank, world_size, port))
+                 for rank in range(world_size)]
     codes = [process.wait() for process in processes]
     remove_shared_memory_buffers(port)
+    return publish_rank_traces(prefix, world_size, codes)
+
+
+def rank_environment(rank, world_size, port):
+    return dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world_size), LOCAL_RANK=str(rank),
+                LOCAL_SIZE=str(world_size), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                TRAINREPRO_WORKER_RANKS_STARTED="1")
+
+
+def publish_rank_traces(prefix, world_size, codes):
+    """Rank 0's PREFIX.rank0.* become PREFIX.*, or the first failed rank's status when one
+    failed: 0, or 3 when no rank wrote a trace."""
     chosen = None
     for rank in range(world_size):
         path = f"{prefix}.rank{rank}.json"
@@ -152,13 +163,12 @@ def start_ranks(job_path, prefix, world_size):
     return 0
 
 
-def main():
-    job = json.load(open(sys.argv[1]))
-    prefix = job["trace"]
-    if os.environ.get("TRAINREPRO_WORKER_RANKS_STARTED") != "1":
-        return start_ranks(sys.argv[1], prefix, int(job.get("world_size", 1)))
-    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    prefix = f"{prefix}.rank{rank}"
+def train_rank(job, rank, world_size, engines=None, make_memory_probe=None):
+    """Trains JOB on this rank and writes its PREFIX.rank<R>.json (and rank 0's tensors); returns
+    the status written. ENGINES, when given, receives the engine deepspeed.initialize made, and
+    make_memory_probe replaces memory_census.MemoryCensus (serving.py: both are undone after the
+    job)."""
+    prefix = f"{job['trace']}.rank{rank}"
     out = {"format": TRACE_FORMAT, "format_version": TRACE_FORMAT_VERSION, "rank": rank}
     started = time.time()
     try:
@@ -174,11 +184,15 @@ def main():
         out["versions"] = versions(torch, engine)
         check_samples(job, torch, zoo)
         record = {"rank": rank, "world_size": world_size, "error": None}
-        make_memory_probe = None
-        if job.get("memory"):
+        if not job.get("memory"):
+            make_memory_probe = None
+        elif make_memory_probe is None:
             import memory_census
             make_memory_probe = memory_census.MemoryCensus
-        worker.run(job, rank, world_size, record, make_memory_probe)
+        if engines is None:
+            worker.run(job, rank, world_size, record, make_memory_probe)
+        else:
+            worker.run(job, rank, world_size, record, make_memory_probe, engines=engines)
         refusal = record.get("initialize_error")
         if refusal:
             message = f"{refusal['type']}: {refusal['message']}"
@@ -203,6 +217,20 @@ def main():
                        traceback=traceback.format_exc()[-4000:])
     out["seconds"] = time.time() - started
     write_json_atomically(prefix + ".json", out)
+    return out["status"]
+
+
+def main():
+    if sys.argv[1] == "--serve":  # serving.py: FOLDER WORLD_SIZE
+        import serving
+        folder, world_size = sys.argv[2], int(sys.argv[3])
+        if os.environ.get("TRAINREPRO_WORKER_RANKS_STARTED") != "1":
+            return serving.serve_ranks(folder, world_size)
+        return serving.serve_jobs(folder, int(os.environ["RANK"]), world_size)
+    job = json.load(open(sys.argv[1]))
+    if os.environ.get("TRAINREPRO_WORKER_RANKS_STARTED") != "1":
+        return start_ranks(sys.argv[1], job["trace"], int(job.get("world_size", 1)))
+    train_rank(job, int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
     try:
         import torch.distributed as dist
         if dist.is_initialized():

@@ -47,10 +47,11 @@ def as_accelerate_offloads(optimizer):
     return DeepSpeedCPUAdam(optimizer.param_groups, adamw_mode=True, **defaults)
 
 
-def initialize_engine(deepspeed, job, world_size, record):
+def initialize_engine(deepspeed, job, world_size, record, engines=None):
     """What DeepSpeed makes of the job's config: the module (from the golden's weights) and
     deepspeed.initialize's engine, optimizer and scheduler, with what the engine resolved in
-    RECORD["engine"]; None when initialize refused the config (RECORD["initialize_error"])."""
+    RECORD["engine"]; None when initialize refused the config (RECORD["initialize_error"]).
+    The engine is appended to ENGINES when given (serving.py destroys it after the job)."""
     module, names = module_of_job(job)
     module.checkpointing = job["loop"].get("activation_checkpointing", "none")
     model_parameters = list(module.parameters())
@@ -77,6 +78,8 @@ def initialize_engine(deepspeed, job, world_size, record):
         record["initialize_error"] = error_of(exception)
         return None
     record["initialize_seconds"] = time.time() - started
+    if engines is not None:
+        engines.append(engine)
     record["engine"] = {
         "train_batch_size": engine.train_batch_size(),
         "train_micro_batch_size_per_gpu": engine.train_micro_batch_size_per_gpu(),
@@ -262,17 +265,18 @@ def step_as_the_loop_does(engine, optimizer, recorder, loop, window_ends, manage
         raise ValueError(f"unknown stepping habit {stepping!r}")
 
 
-def run(job, rank, world_size, record, make_memory_probe=None):
+def run(job, rank, world_size, record, make_memory_probe=None, engines=None):
     """Trains JOB on this rank, filling RECORD. With make_memory_probe (memory_census.MemoryCensus,
     called with a function that lists the worker's own tensors), memory is sampled where the
-    reference engine's probes sample, and RECORD["memory"] holds the samples and what is alive."""
+    reference engine's probes sample, and RECORD["memory"] holds the samples and what is alive.
+    ENGINES: see initialize_engine."""
     import deepspeed
     from deepspeed.utils import logger as ds_logger
     ds_logger.setLevel(logging.WARNING)
     record["deepspeed_version"] = deepspeed.__version__
     deepspeed.init_distributed(dist_backend="gloo")
 
-    initialized = initialize_engine(deepspeed, job, world_size, record)
+    initialized = initialize_engine(deepspeed, job, world_size, record, engines)
     if initialized is None:
         return
     module, names, engine, optimizer, lr_scheduler = initialized

@@ -117,6 +117,13 @@ class MemoryCensus:
         self.tensor_bookkeeping_bytes = self._measure_tensor_bookkeeping()
         self._saved_names = {}  # autograd node type -> its saved-tensor attribute names
 
+    def close(self):
+        """Closes /proc/self/statm: a rank serving job after job (serving.py) would otherwise
+        keep one descriptor per job."""
+        if self._statm is not None:
+            os.close(self._statm)
+            self._statm = None
+
     def host_heap_in_use(self):
         info = self._mallinfo2()
         return int(info.uordblks + info.hblkhd)

@@ -1,6 +1,7 @@
 """The memory verdicts of the real engine, run after run: no flips.
 
-Usage: repeat_memory_verdicts.py TRAINREPRO RUNS [--engine deepspeed==VERSION] SCENARIO...
+Usage: repeat_memory_verdicts.py TRAINREPRO RUNS [--engine deepspeed==VERSION [--serve-workers]]
+                                 SCENARIO...
 Runs the scenarios RUNS times (`trainrepro run … --results` into a temporary folder each time)
 and compares every run's outcome and diagnosis kinds with the first run's. Prints one line per
 scenario (its outcome, its diagnoses, the runs that agreed) and exits 0 when no scenario flipped,
@@ -33,6 +34,8 @@ def main():
     extra = []
     if paths[:1] == ["--engine"]:
         extra, paths = paths[:2], paths[2:]
+    if paths[:1] == ["--serve-workers"]:  # each run's scenarios on kept ranks
+        extra, paths = extra + paths[:1], paths[1:]
     first = verdicts(trainrepro, paths, extra)
     if not first:
         print("no results from the first run")
