@@ -18,35 +18,14 @@ namespace trainrepro {
 BackgroundProcess::BackgroundProcess(std::vector<std::string> arguments,
                                      const std::string& output_path) {
   install_stop_handlers();
-  const std::string program = find_on_path(arguments.at(0));
-  if (program.empty()) {
-    throw std::runtime_error("cannot start " + arguments[0] + ": " + std::strerror(ENOENT) +
-                             " (not found on PATH)");
-  }
-  const int output_fd =
-      ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (output_fd < 0) {
-    throw std::runtime_error("cannot create " + output_path + ": " + std::strerror(errno));
-  }
-  std::vector<char*> argv;
-  for (std::string& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-
+  ChildCommand child = prepare_child(arguments, output_path);
   become_child_subreaper();
-  // No stop signal between the start and the sparing of the group: a handler that ran then
-  // would not know the group to pass the signal on to.
-  const sigset_t stops = stop_signal_set();
-  sigset_t previous;
-  ::sigprocmask(SIG_BLOCK, &stops, &previous);
-  std::string start_error;
-  try {
-    pid_ = start_child(program, argv, output_fd);
-    if (!spare_process_tree(pid_)) start_error = "more than 16 background processes at once";
-  } catch (const std::runtime_error& error) {
-    start_error = error.what();
-  }
-  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
-  ::close(output_fd);
+  // Spared before any stop signal is handled: a handler that ran between the start and the
+  // sparing would not know the group to pass the signal on to.
+  const std::string start_error = start_with_stops_held(child, pid_, [](pid_t started) {
+    return spare_process_tree(started) ? std::string()
+                                       : std::string("more than 16 background processes at once");
+  });
   if (!start_error.empty()) {
     if (pid_ > 0) end();
     release();

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,10 +15,26 @@ namespace trainrepro {
 // not async-signal-safe.
 std::string find_on_path(const std::string& name);
 
+// What both launches do before they fork: `arguments[0]` found on PATH, the output file created
+// (0600; an existing file or a link is refused) and the argv, pointing into `arguments`, which
+// must outlive it. Throws std::runtime_error naming what failed.
+struct ChildCommand {
+  std::string program;
+  int output_fd = -1;
+  std::vector<char*> argv;
+};
+ChildCommand prepare_child(std::vector<std::string>& arguments, const std::string& output_path);
+
 // Starts `program` in a process group of its own, output and errors to `output_fd`, asking for
 // SIGTERM when the calling thread dies (PR_SET_PDEATHSIG). Returns the child's pid; throws
 // std::runtime_error with exec's error when the program cannot run.
 pid_t start_child(const std::string& program, std::vector<char*>& argv, int output_fd);
+
+// Starts the prepared command with the stop signals held until `register_group` has recorded its
+// group (so that a stop signal's handler always knows the group to end), then closes the output
+// file. Returns "" when started, else why not (exec's error, or register_group's answer).
+std::string start_with_stops_held(ChildCommand& child, pid_t& pid,
+                                  const std::function<std::string(pid_t)>& register_group);
 
 // Installs (once) the handler that notes a stop signal while a command is waited for, and
 // otherwise signals the spared process groups and ends this process by that signal.

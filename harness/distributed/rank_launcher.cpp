@@ -108,6 +108,40 @@ std::string find_on_path(const std::string& name) {
 // asks for SIGTERM when this thread dies (PR_SET_PDEATHSIG: trainrepro killed by SIGKILL, or a
 // crash): torchrun, deepspeed's launcher and mpirun pass SIGTERM on to their ranks. Returns the
 // child's pid; throws with exec's error when the program cannot run.
+ChildCommand prepare_child(std::vector<std::string>& arguments, const std::string& output_path) {
+  ChildCommand child;
+  child.program = find_on_path(arguments.at(0));
+  if (child.program.empty()) {
+    throw std::runtime_error("cannot start " + arguments[0] + ": " + std::strerror(ENOENT) +
+                             " (not found on PATH)");
+  }
+  child.output_fd =
+      ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (child.output_fd < 0) {
+    throw std::runtime_error("cannot create " + output_path + ": " + std::strerror(errno));
+  }
+  for (std::string& argument : arguments) child.argv.push_back(argument.data());
+  child.argv.push_back(nullptr);
+  return child;
+}
+
+std::string start_with_stops_held(ChildCommand& child, pid_t& pid,
+                                  const std::function<std::string(pid_t)>& register_group) {
+  const sigset_t stops = stop_signal_set();
+  sigset_t previous;
+  ::sigprocmask(SIG_BLOCK, &stops, &previous);
+  std::string start_error;
+  try {
+    pid = start_child(child.program, child.argv, child.output_fd);
+    start_error = register_group(pid);
+  } catch (const std::runtime_error& error) {
+    start_error = error.what();
+  }
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+  ::close(child.output_fd);
+  return start_error;
+}
+
 pid_t start_child(const std::string& program, std::vector<char*>& argv, int output_fd) {
   int exec_error[2];
   if (::pipe2(exec_error, O_CLOEXEC) != 0) {
@@ -227,38 +261,16 @@ RankLaunch launch_ranks(int world_size, const std::vector<std::string>& rank_arg
 RankLaunch launch_process_group(std::vector<std::string> arguments, int timeout_seconds,
                                 const std::string& output_path, std::ostream* echo) {
   install_stop_handlers();
-  const std::string program = find_on_path(arguments.at(0));
-  if (program.empty()) {
-    throw std::runtime_error("cannot start " + arguments[0] + ": " + std::strerror(ENOENT) +
-                             " (not found on PATH)");
-  }
-  const int output_fd =
-      ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (output_fd < 0) {
-    throw std::runtime_error("cannot create " + output_path + ": " + std::strerror(errno));
-  }
-  std::vector<char*> argv;
-  for (std::string& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-
+  ChildCommand child = prepare_child(arguments, output_path);
   // Orphans of the command (ranks whose launcher died, a script's background child) become
   // this process's children, so end_descendants still finds them through their parent links.
   become_child_subreaper();
   const int64_t oom_kills_before = oom_kill_count();
-  // No stop signal between the start and the registration of the group: it is held until then.
-  const sigset_t stops = stop_signal_set();
-  sigset_t previous;
-  ::sigprocmask(SIG_BLOCK, &stops, &previous);
   pid_t pid = 0;
-  std::string start_error;
-  try {
-    pid = start_child(program, argv, output_fd);
-    running_group = pid;
-  } catch (const std::runtime_error& error) {
-    start_error = error.what();
-  }
-  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
-  ::close(output_fd);
+  const std::string start_error = start_with_stops_held(child, pid, [](pid_t started) {
+    running_group = started;
+    return std::string();
+  });
   if (!start_error.empty()) {
     stop_being_child_subreaper();
     throw std::runtime_error("cannot start " + arguments[0] + ": " + start_error);

@@ -11,14 +11,14 @@ growth (bytes/step) one-shot and served, so a drift shows before it flips a verd
 Exit 0 all equal, 1 a difference, 3 a run gave no results, 77 (CTest SKIP) when DeepSpeed 0.19.8
 is not in trainrepro's cache (TRAINREPRO_CACHE, else ~/.cache/trainrepro).
 """
-import json
 import os
 import pathlib
 import re
-import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import compare_engines  # noqa: E402 (beside this file)
 
 SKIP = 77
 ENGINE = "deepspeed==0.19.8"
@@ -45,16 +45,9 @@ def host_growth(result):
 
 
 def run(trainrepro, paths, results, extra):
-    started = time.time()
-    completed = subprocess.run(
-        [trainrepro, "run", *paths, "--engine", ENGINE, "--results", str(results), *extra],
-        capture_output=True, text=True, timeout=3000)
-    seconds = time.time() - started
-    found = {}
-    for path in sorted(results.glob("*.json")):
-        result = json.loads(path.read_text())
-        found[result["scenario"]["name"]] = result
-    return completed, found, seconds
+    """(the finished run, {scenario name: result}, seconds) of one run on ENGINE."""
+    return compare_engines.run(trainrepro, paths, results, ["--engine", ENGINE, *extra],
+                               os.environ)
 
 
 def main():

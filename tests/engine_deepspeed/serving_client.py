@@ -7,25 +7,22 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 WORKER = ROOT / "python" / "trainrepro_worker" / "deepspeed_engine_worker.py"
 SKIP = 77
+sys.path.insert(0, str(HERE))  # compare_engines.py, beside this file
 
 
 def deepspeed_python():
-    """The DeepSpeed 0.19.8 of trainrepro's cache (as compare_engines.py finds it), or None."""
-    given = os.environ.get("TRAINREPRO_DEEPSPEED_PYTHON")
-    if given:
-        return given
-    cache = pathlib.Path(os.environ.get("TRAINREPRO_CACHE") or pathlib.Path(
-        os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "trainrepro")
-    if (cache / "deepspeed-0.19.8" / ".trainrepro-complete").exists():
-        return str(ROOT / "tests" / "deepspeed_oracle" / "deepspeed_python")
-    return None
+    """The DeepSpeed 0.19.8 of trainrepro's cache (compare_engines.py's choice), or None where
+    that falls back to a python3 that may lack DeepSpeed."""
+    from compare_engines import deepspeed_python as chosen
+    python = chosen()
+    return None if python == "python3" and not os.environ.get("TRAINREPRO_DEEPSPEED_PYTHON") \
+        else python
 
 
 def load_job(name):
