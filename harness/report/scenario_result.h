@@ -9,7 +9,7 @@
 #include "harness/scenario/plan.h"
 #include "harness/scenario/bug_reference.h"
 #include "harness/verdict/memory_judgement.h"
-#include "harness/verdict/judge_watched.h"
+#include "harness/verdict/watched_judgement.h"
 #include "harness/verdict/training_judgement.h"
 #include "harness/verdict/verdict.h"
 #include "harness/verdict/zero_judgement.h"

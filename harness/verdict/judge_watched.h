@@ -15,32 +15,10 @@
 
 #include "harness/verdict/memory_judgement.h"
 #include "harness/verdict/training_judgement.h"
+#include "harness/verdict/watched_judgement.h"
 #include "harness/watch/watch_recording.h"
 
 namespace trainrepro {
-
-// What only a watched run's judgement holds, beside the training and memory judgements every
-// result has.
-struct WatchedJudgement {
-  bool judged = false;
-  std::string not_judged_reason;  // why the gradients could not be judged
-  int64_t world_size = 1;
-  int64_t gradient_accumulation_steps = 1;
-  int64_t effective_batch = 0;  // samples per optimizer step the loop trained with
-  int64_t intended_batch = 0;
-  // Which golden judged, in words ("float64", or "float32: the run's own dtype and kernels"),
-  // and, when the float64 golden failed its self-check, where and why (never a diagnosis).
-  std::string golden;
-  std::string golden_self_check_failed;
-  // The gradient coordinates judged, in words, when a sample of them ("" when all).
-  std::string coordinates;
-  // The first thing found, windows first, then the scheduler, the batch and memory: a named
-  // diagnosis, or (no kind) gradients no hypothesis explains.
-  std::optional<DiagnosisKind> diagnosis;
-  std::string explanation;            // in words, with the fix; empty when nothing was found
-  std::vector<std::string> findings;  // every other thing found, in words
-  bool found_something() const { return !explanation.empty(); }
-};
 
 // `training` gets one step per judged window (none when no window was watched) and, when a
 // window mismatched, the first such window's diagnosis carrying the first thing found;
