@@ -46,6 +46,11 @@ import sys
 import tempfile
 import time
 
+# torchrun (torch.distributed.elastic) leaves a torchelastic_* folder in $TMPDIR after every
+# launch: the launches here get a $TMPDIR of this script's own, removed when it ends.
+SCRATCH = tempfile.TemporaryDirectory(prefix="trainrepro-torchrun-")
+os.environ["TMPDIR"] = SCRATCH.name
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 PAGE = os.sysconf("SC_PAGE_SIZE")

@@ -72,10 +72,10 @@ int run_scenarios(const RunArgs& args) {
   // Declared after the reporters, so it ends first: every set is stopped before this returns.
   WorkerSets worker_sets;
   if (args.serve_workers) {
-    if (engine.deepspeed && engine.deepspeed->versions.engine == "deepspeed") {
+    if (engine.deepspeed) {  // a Python worker: DeepSpeed's or FSDP2's
       options.worker_sets = &worker_sets;
     } else {
-      std::cerr << "--serve-workers: ignored: only --engine deepspeed's workers are served\n";
+      std::cerr << "--serve-workers: ignored: the reference engine starts no worker\n";
     }
   }
 

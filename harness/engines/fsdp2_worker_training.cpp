@@ -38,7 +38,7 @@ class Fsdp2WorkerEngine : public WorkerTrainingEngine {
                                      const Golden& golden,
                                      const TrainingContext& context) const override {
     auto trained = train_job(scenario, golden, fsdp2_job(scenario, plan, golden), "FSDP2",
-                             context.timeout_seconds);
+                             context.timeout_seconds, context.worker_sets);
     // torch 2.11, _fsdp_param_group.py: only a backward with gradient sync on reduce-scatters,
     // into the sharded .grad the optimizer holds; FSDP2 keeps the model's dtype in them.
     if (auto* trace = std::get_if<Trace>(&trained)) {

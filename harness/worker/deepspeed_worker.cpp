@@ -127,7 +127,7 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
           outside.front().pointer + ")");
     }
   }
-  if (served != nullptr && python.versions.engine == "deepspeed") {
+  if (served != nullptr) {
     return served->train(python, std::move(job), timeout_seconds, parameter_names,
                          initial_parameters, served_as);
   }

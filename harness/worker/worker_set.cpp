@@ -49,13 +49,14 @@ ServedAnswer::Status status_named(const std::string& name) {
 
 }  // namespace
 
-WorkerSet::WorkerSet(const std::vector<std::string>& python_command, int world_size) {
+WorkerSet::WorkerSet(const std::vector<std::string>& python_command, int world_size,
+                     const std::string& engine) {
   write_worker_sources(folder_.path());
   serve_folder_ = folder_.path() + "/serve";
   std::filesystem::create_directory(serve_folder_);
   std::vector<std::string> arguments = with_private_caches(python_command, folder_.path());
   arguments.insert(arguments.end(), {folder_.path() + "/" + kServingWorkerMain, "--serve",
-                                     serve_folder_, std::to_string(world_size)});
+                                     serve_folder_, std::to_string(world_size), engine});
   coordinator_ = std::make_unique<BackgroundProcess>(arguments, folder_.path() + "/output.txt");
 }
 

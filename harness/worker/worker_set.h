@@ -35,9 +35,11 @@ struct ServedAnswer {
 class WorkerSet {
  public:
   // Writes the worker's sources into a fresh private folder and starts
-  // `python_command… deepspeed_engine_worker.py --serve FOLDER/serve world_size` there.
+  // `python_command… deepspeed_engine_worker.py --serve FOLDER/serve world_size engine` there
+  // (engine: "deepspeed" or "fsdp2", what its ranks import and train with).
   // Throws std::runtime_error when it cannot start.
-  WorkerSet(const std::vector<std::string>& python_command, int world_size);
+  WorkerSet(const std::vector<std::string>& python_command, int world_size,
+            const std::string& engine);
   // close()
   ~WorkerSet();
   WorkerSet(const WorkerSet&) = delete;

@@ -32,13 +32,12 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
   if (slot && !slot->running()) slot.reset();
   if (!slot) {
     try {
-      slot = std::make_unique<WorkerSet>(python.command, world_size);
+      slot = std::make_unique<WorkerSet>(python.command, world_size, python.versions.engine);
       ++started_;
     } catch (const std::runtime_error& error) {
       sets_.erase(key);
-      throw WorkerTraceError(std::string("the DeepSpeed worker set (--serve-workers) could not "
-                                         "start: ") +
-                             error.what());
+      throw WorkerTraceError("the " + python.versions.engine +
+                             " worker set (--serve-workers) could not start: " + error.what());
     }
   }
   WorkerSet& set = *slot;
@@ -53,6 +52,7 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
     sets_.erase(key);
     throw WorkerTraceError(with_output(what, answer));
   };
+  const std::string worker = python.versions.engine == "fsdp2" ? "FSDP2" : "DeepSpeed";
   switch (answer.status) {
     case ServedAnswer::Status::stopped: {
       const int signal = answer.stopped_by_signal;
@@ -60,18 +60,18 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
       end_by_signal(signal);
     }
     case ServedAnswer::Status::timed_out:
-      return drop_and_fail("the DeepSpeed worker did not finish within " +
+      return drop_and_fail("the " + worker + " worker did not finish within " +
                            std::to_string(timeout_seconds) +
                            " s (--rank-timeout) and its set of ranks was killed (" + job_name +
                            "; the next scenario starts a new set)");
     case ServedAnswer::Status::set_ended:
-      return drop_and_fail("the DeepSpeed worker set ended without answering " + job_name +
+      return drop_and_fail("the " + worker + " worker set ended without answering " + job_name +
                            " (exit code " + std::to_string(answer.exit_code) + ")");
     case ServedAnswer::Status::ranks_died:
-      return drop_and_fail("a rank of the DeepSpeed worker set died during " + job_name +
+      return drop_and_fail("a rank of the " + worker + " worker set died during " + job_name +
                            " (the set's answer: " + answer.answer + ")");
     case ServedAnswer::Status::no_trace:
-      return drop_and_fail("no rank of the DeepSpeed worker set wrote a trace for " + job_name +
+      return drop_and_fail("no rank of the " + worker + " worker set wrote a trace for " + job_name +
                            " (the set's answer: " + answer.answer + ")");
     case ServedAnswer::Status::answered:
       break;

@@ -18,8 +18,9 @@ Usage: deepspeed_engine_worker.py JOB.json
   "step_cpu_seconds" hold each optimizer step's wall and CPU time, the worker's recording left out.
 Exit status: 0 when PREFIX.json was written (whatever it says), 3 otherwise.
 
-Usage: deepspeed_engine_worker.py --serve FOLDER WORLD_SIZE
-  The same ranks trained job after job (serving.py), each job as above.
+Usage: deepspeed_engine_worker.py --serve FOLDER WORLD_SIZE [ENGINE]
+  The same ranks trained job after job (serving.py), each job as above; ENGINE deepspeed (the
+  default) or fsdp2.
 """
 import glob
 import json
@@ -221,12 +222,13 @@ def train_rank(job, rank, world_size, engines=None, make_memory_probe=None):
 
 
 def main():
-    if sys.argv[1] == "--serve":  # serving.py: FOLDER WORLD_SIZE
+    if sys.argv[1] == "--serve":  # serving.py: FOLDER WORLD_SIZE [ENGINE]
         import serving
         folder, world_size = sys.argv[2], int(sys.argv[3])
+        engine = sys.argv[4] if len(sys.argv) > 4 else "deepspeed"
         if os.environ.get("TRAINREPRO_WORKER_RANKS_STARTED") != "1":
-            return serving.serve_ranks(folder, world_size)
-        return serving.serve_jobs(folder, int(os.environ["RANK"]), world_size)
+            return serving.serve_ranks(folder, world_size, engine)
+        return serving.serve_jobs(folder, int(os.environ["RANK"]), world_size, engine)
     job = json.load(open(sys.argv[1]))
     if os.environ.get("TRAINREPRO_WORKER_RANKS_STARTED") != "1":
         return start_ranks(sys.argv[1], job["trace"], int(job.get("world_size", 1)))

@@ -105,15 +105,31 @@ def full(tensor):
     return tensor.full_tensor() if hasattr(tensor, "full_tensor") else tensor
 
 
-def run(job, rank, world_size, record, make_memory_probe=None):
-    """Trains JOB on this rank with FSDP2, filling RECORD as ds_worker.run does."""
-    import torch.distributed as dist
+_MESHES = {}
+
+
+def device_mesh(world_size):
+    """The CPU device mesh over the ranks, made once per process. A serving rank (serving.py)
+    makes it with its process group, before its first job: torch's DTensor dispatch caches
+    (the C++ fast path's among them) keep every mesh an op ran on alive, with its mesh tensor
+    (torch 2.11, measured), so a mesh made per job would be left behind by every job."""
     from torch.distributed.device_mesh import init_device_mesh
+    if world_size not in _MESHES:
+        _MESHES[world_size] = init_device_mesh("cpu", (world_size,))
+    return _MESHES[world_size]
+
+
+def run(job, rank, world_size, record, make_memory_probe=None, engines=None):
+    """Trains JOB on this rank with FSDP2, filling RECORD as ds_worker.run does. ENGINES (a
+    serving rank's list of what to destroy after the job) stays empty: FSDP2 has no engine
+    object, and its module, hooks and states go with this call's frame."""
+    import torch.distributed as dist
     from torch.distributed.fsdp import fully_shard
 
     plan = job["fsdp2"]
-    dist.init_process_group("gloo")
-    mesh = init_device_mesh("cpu", (world_size,))
+    if not dist.is_initialized():  # a serving rank (serving.py) started it once, for every job
+        dist.init_process_group("gloo")
+    mesh = device_mesh(world_size)
     module, names = loop_pieces.module_of_job(job)
     loop = job["loop"]
     module.checkpointing = loop.get("activation_checkpointing", "none")

@@ -2,8 +2,9 @@
 measures and fails as it would alone in a fresh process, and how it checks that it did.
 
 Kept across jobs, on purpose (they are what a fresh start costs, and hold nothing of a scenario):
-the Python interpreter, the imports (torch, deepspeed and its compiled ops), the default process
-group (deepspeed.init_distributed, gloo) and DeepSpeed's CPU all-reduce buffer in /dev/shm.
+the Python interpreter, the imports (torch, deepspeed and its compiled ops; torch alone in an
+FSDP2 set), the default process group (deepspeed.init_distributed, or init_process_group in an
+FSDP2 set; gloo) and DeepSpeed's CPU all-reduce buffer in /dev/shm.
 
 Put back after every job, and why:
 - The DeepSpeed engine is destroyed (engine.destroy(): its optimizer's hooks, DeepSpeed's
@@ -12,9 +13,21 @@ Put back after every job, and why:
 - Process groups the job created (DeepSpeed's new_group for its world, data-parallel and
   expert groups) are destroyed, and deepspeed.utils.groups' cached groups put back as they were
   at the start: a cached group is a scenario's topology, and each kept one holds gloo sockets.
-- gc.unfreeze(), gc.enable(), gc.collect() until it finds nothing: memory_census.py freezes what lives at a job's start
-  and first boundary out of the collector; left frozen, job N's model and engine would never be
-  collected and job N+1's census would count them as its own starting memory.
+- ZeRO-3's module-level state is put back as a fresh import has it (RESTORED_MODULES): every
+  ZeRO-3 engine appends its model to parameter_offload.FWD_MODULE_STACK and never takes it off
+  (DeepSpeed 0.19.8, DeepSpeedZeRoOffload.setup_zero_stage3_hooks), so without this each ZeRO-3
+  job's model, optimizer and partitions outlived it (6-38 storages a rank, measured on zero/)
+  and its set retired; partition_parameters' buffer cache and Init nesting count likewise.
+- The functools caches of those modules' functions and methods, and of DTensor's sharding
+  propagator (FSDP2), are emptied: the ZeRO-3
+  coordinator's __params_to_release is an lru_cache on a method, so its keys hold every
+  coordinator and submodule that ever asked (the same leak, from the other side); a fresh
+  process starts with them empty (and prints its log-once warnings again, as a fresh one does).
+- gc.unfreeze(), gc.enable(), gc.collect(): memory_census.py freezes what lives at a job's
+  start and first boundary out of the collector; left frozen, job N's model and engine would
+  never be collected and job N+1's census would count them as its own starting memory. One
+  collection, and more only when check() finds something left: each is a full pass over every
+  object the imports made (0.15 s, measured), and a second one almost always finds nothing.
 - The census's /proc/self/statm descriptor is closed (MemoryCensus.close).
 - Seeds: torch's generator is seeded again with the seed it had when the rank started (a fresh
   process's, so a job that draws from it draws what it would alone); Python's `random` and, if
@@ -63,6 +76,60 @@ def live_storages():
     return storages
 
 
+# Modules whose plain globals (_plain_globals) hold a job's state and are put back after each job,
+# in place. One not imported is skipped: an FSDP2 set imports no DeepSpeed, and an older release
+# may lack one (`import deepspeed` imports all four in 0.19.8). parameter_offload re-exports
+# partition_parameters' globals (`from ... import *`), so both are listed.
+RESTORED_MODULES = ("deepspeed.utils.groups",
+                    "deepspeed.runtime.zero.parameter_offload",
+                    "deepspeed.runtime.zero.partition_parameters",
+                    "deepspeed.runtime.zero.partitioned_param_coordinator",
+                    "torch.distributed.tensor._sharding_prop")
+
+
+def _dtensor_dispatch_caches():
+    """The caches of DTensor's one sharding propagator (an object, not a module's function):
+    their keys hold the DTensorSpecs of every op FSDP2 ran, and through them a DeviceMesh.
+    (torch's C++ dispatch cache holds them too, which no public call clears: that is why a
+    serving rank makes its mesh once, fsdp2_worker.device_mesh.)"""
+    dtensor = sys.modules.get("torch.distributed.tensor")
+    if dtensor is None:
+        return []
+    propagator = dtensor.DTensor._op_dispatcher.sharding_propagator
+    return [value for value in vars(propagator).values()
+            if callable(getattr(value, "cache_clear", None))]
+
+
+def _function_caches(module):
+    """The functools caches (lru_cache, cache) of a module's functions and of its classes'
+    methods, found through functools.wraps' __wrapped__ and through closures: DeepSpeed's
+    instrument_w_nvtx wraps an lru_cache in a plain closure."""
+    found, seen = [], set()
+
+    def visit(value, depth):
+        if id(value) in seen or depth > 3:
+            return
+        seen.add(id(value))
+        if not isinstance(value, type) and callable(getattr(value, "cache_clear", None)):
+            found.append(value)  # a cache (a class with a cache_clear method is not one)
+        wrapped = getattr(value, "__wrapped__", None)
+        if wrapped is not None:
+            visit(wrapped, depth + 1)
+        for cell in getattr(value, "__closure__", None) or ():
+            try:
+                visit(cell.cell_contents, depth + 1)
+            except ValueError:  # an empty cell
+                pass
+
+    for value in vars(module).values():
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            for member in vars(value).values():
+                visit(member, 0)
+        elif callable(value):
+            visit(value, 0)
+    return found
+
+
 def _plain_globals(module):
     """A module's globals a job can change in place or rebind: None, numbers, strings,
     containers (copied one level deep)."""
@@ -82,9 +149,15 @@ class JobIsolation:
     every job, check() right after."""
 
     def __init__(self):
-        import deepspeed.utils.groups as groups
-        self.groups = groups
-        self.groups_globals = _plain_globals(groups)
+        self.module_globals = []  # (module, its plain globals at the start)
+        self.function_caches = []
+        for name in RESTORED_MODULES:
+            module = sys.modules.get(name)
+            if module is None:
+                continue
+            self.module_globals.append((module, _plain_globals(module)))
+            self.function_caches.extend(_function_caches(module))
+        self.function_caches.extend(_dtensor_dispatch_caches())
         self.engines = []  # ds_worker.initialize_engine appends the job's engine here
         self.censuses = []  # the job's MemoryCensus objects (make_memory_probe below)
         # The seed, not get_rng_state(): that state is a 5 KiB tensor, which every job's census
@@ -124,7 +197,9 @@ class JobIsolation:
                 dist.destroy_process_group(groups.pop())
             except Exception:  # noqa: BLE001 - already gone with its engine
                 pass
-        self._restore_groups_globals()
+        self._restore_module_globals()
+        for cache in self.function_caches:
+            cache.cache_clear()
         dtype, grad, threads, deterministic = self.switches
         torch.set_default_dtype(dtype)
         torch.set_grad_enabled(grad)
@@ -134,26 +209,32 @@ class JobIsolation:
         os.environ.update(self.environment)
         gc.unfreeze()
         gc.enable()
-        # Until nothing is left to collect: a collection runs finalizers (DeepSpeed's
-        # weakref.finalize on parameters) that may free more, for the next one.
-        for _ in range(10):
-            if gc.collect() == 0:
-                break
+        gc.collect()
 
-    def _restore_groups_globals(self):
-        for name, value in self.groups_globals.items():
-            current = getattr(self.groups, name, None)
-            if type(value) in (dict, list, set) and type(current) is type(value):
-                # In place: another module may hold the same container (`from groups import`).
-                current.clear()
-                current.update(value) if not isinstance(value, list) else current.extend(value)
-            else:
-                setattr(self.groups, name, value)
+    def _restore_module_globals(self):
+        for module, kept in self.module_globals:
+            for name, value in kept.items():
+                current = getattr(module, name, None)
+                if type(value) in (dict, list, set) and type(current) is type(value):
+                    # In place: another module may hold the same container (`from m import`).
+                    current.clear()
+                    current.update(value) if not isinstance(value, list) else current.extend(value)
+                else:
+                    setattr(module, name, value)
+
+    def _storages_left(self):
+        now = live_storages()
+        return {key: nbytes for key, nbytes in now.items() if key not in self.storages}
 
     def check(self):
         """What the job left behind: {"storages": count, "bytes": n, "process_groups": count};
         all zero when the rank is as it was before its first job."""
-        now = live_storages()
-        left = {key: nbytes for key, nbytes in now.items() if key not in self.storages}
+        left = self._storages_left()
+        # A collection runs finalizers (DeepSpeed's weakref.finalize on parameters) that may
+        # free more for the next one: collected until nothing more is found, then counted again.
+        for _ in range(10):
+            if not left or gc.collect() == 0:
+                break
+            left = self._storages_left()
         return {"storages": len(left), "bytes": sum(left.values()),
                 "process_groups": len(process_groups() - self.process_groups)}

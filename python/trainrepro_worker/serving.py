@@ -3,10 +3,12 @@ process group are paid once per set instead of once per scenario. Driven by `tra
 --serve-workers` (harness/worker/worker_set.cpp; docs/engines.md, "Ranks that serve job after
 job").
 
-Usage: deepspeed_engine_worker.py --serve FOLDER WORLD_SIZE
+Usage: deepspeed_engine_worker.py --serve FOLDER WORLD_SIZE [ENGINE]
   Started once, without TRAINREPRO_WORKER_RANKS_STARTED: the set's coordinator. It writes
   FOLDER/port (the /dev/shm buffers to remove are named after it), starts WORLD_SIZE rank
-  processes (this same command with RANK set), and answers the jobs.
+  processes (this same command with RANK set), and answers the jobs. ENGINE is deepspeed (the
+  default: the ranks import DeepSpeed and start the process group through it) or fsdp2 (torch
+  alone: FSDP2's Python need not have DeepSpeed); a set serves jobs of its engine only.
 
 The channel is files in FOLDER, each renamed into place once whole (the trace's own rule):
   FOLDER/job-<N>.json     the parent's request, N = 1, 2, …: a job as the one-shot mode reads it;
@@ -66,7 +68,7 @@ def end_on_sigterm(signum, frame):
     sys.exit(128 + signum)
 
 
-def serve_ranks(folder, world_size):
+def serve_ranks(folder, world_size, engine="deepspeed"):
     """The coordinator: starts the ranks, and answers each job once every rank acknowledged it
     (or one died). Exit status 0 when the set ended as asked or retired, 3 when a rank died."""
     # trainrepro passes a stop signal on as SIGTERM (and PR_SET_PDEATHSIG sends it when
@@ -78,7 +80,7 @@ def serve_ranks(folder, world_size):
     with open(os.path.join(folder, "port"), "w") as out:
         out.write(str(port))
     command = [sys.executable, os.path.abspath(one_shot.__file__), "--serve", folder,
-               str(world_size)]
+               str(world_size), engine]
     ranks = [subprocess.Popen(command, env=one_shot.rank_environment(r, world_size, port))
              for r in range(world_size)]
     try:
@@ -126,14 +128,23 @@ def answer_jobs(folder, world_size, ranks):
         n += 1
 
 
-def serve_jobs(folder, rank, world_size):
+def serve_jobs(folder, rank, world_size, engine="deepspeed"):
     """One rank: the imports and the process group once, then job after job, each isolated
     (job_isolation.py), until asked to stop or a job retires the set."""
     import torch
     torch.set_num_threads(1)
     torch.set_default_dtype(torch.float32)
-    import deepspeed
-    deepspeed.init_distributed(dist_backend="gloo")
+    if engine == "fsdp2":
+        # Its imports paid here, once, like deepspeed's below, and imported before JobIsolation
+        # takes what they hold at the start (their caches).
+        import fsdp2_worker
+        import torch.distributed.fsdp  # noqa: F401
+        import torch.distributed.tensor  # noqa: F401
+        torch.distributed.init_process_group("gloo")
+        fsdp2_worker.device_mesh(world_size)  # the set's, like its process group
+    else:
+        import deepspeed
+        deepspeed.init_distributed(dist_backend="gloo")
     import job_isolation
     isolation = job_isolation.JobIsolation()
     n, retire = 1, False

@@ -14,6 +14,11 @@ import subprocess
 import sys
 import tempfile
 
+# torchrun (torch.distributed.elastic) leaves a torchelastic_* folder in $TMPDIR after every
+# launch: the launches here get a $TMPDIR of this script's own, removed when it ends.
+SCRATCH = tempfile.TemporaryDirectory(prefix="trainrepro-torchrun-")
+os.environ["TMPDIR"] = SCRATCH.name
+
 
 def main():
     trainrepro, files = sys.argv[1], sys.argv[2:]

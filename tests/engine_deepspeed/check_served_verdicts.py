@@ -6,7 +6,9 @@ by one set of ranks per world size (`run --engine deepspeed==0.19.8 --serve-work
 scenario named in any ORDER is also run once one-shot (fresh ranks each). For every scenario
 and every run, the outcome, whether memory was judged, the memory diagnoses and the diagnosis
 kinds the result names must equal the one-shot run's: a leak seen by the next scenario of a set,
-or a leak hidden by it, is a difference. Prints each scenario's line and the host heap's
+or a leak hidden by it, is a difference. And no set may end early (trainrepro's last lines say
+"a set ended early" when a scenario left something behind): a set retired after each scenario
+would give every scenario fresh ranks and prove nothing about isolation. Prints each scenario's line and the host heap's
 growth (bytes/step) one-shot and served, so a drift shows before it flips a verdict.
 Exit 0 all equal, 1 a difference, 3 a run gave no results, 77 (CTest SKIP) when DeepSpeed 0.19.8
 is not in trainrepro's cache (TRAINREPRO_CACHE, else ~/.cache/trainrepro).
@@ -76,6 +78,10 @@ def main():
             if not served:
                 print(completed.stdout[-3000:] + completed.stderr[-3000:])
                 return 3
+            for line in completed.stderr.splitlines():
+                if "a set ended early" in line:
+                    print(f"  DIFFERENT: the scenarios did not share their set: {line[:600]}")
+                    differences += 1
             for name, result in served.items():
                 expected = alone.get(name)
                 if expected is None:

@@ -6,7 +6,10 @@
 - a job whose rank raises is answered (the parent learns it failed) and retires the set;
 - a rank killed mid-job is detected by the parent ("ranks_died").
 
-Usage: check_serving.py [WORLD_SIZE]   exit 0 all ok, 1 a check failed, 77 no DeepSpeed 0.19.8.
+Usage: check_serving.py [PAIR]   exit 0 all ok, 1 a check failed, 77 no DeepSpeed 0.19.8.
+  PAIR (default 1) names the two jobs, JOBS below: 1 and 2 ranks without ZeRO, and 2-zero3, the
+  same on ZeRO stage 3 (what ZeRO-3 keeps after engine.destroy() must be put back, or the set
+  retires after every job: job_isolation.RESTORED_MODULES).
 """
 import json
 import os
@@ -21,8 +24,9 @@ from checklist import Checklist
 # The host heap of two fresh runs of one job differs by allocator noise; the judge reads its
 # growth per step (host_memory_leak), so the growth from the first host sample is compared.
 HEAP_TOLERANCE_BYTES = 16 << 10
-JOBS = {1: ("mlp-keep-loss-with-graph", "mlp-keep-nothing"),
-        2: ("keep-loss-with-graph-2ranks-gas3", "matrix-stage1-ws2-gas1-sgd")}
+JOBS = {"1": ("mlp-keep-loss-with-graph", "mlp-keep-nothing"),
+        "2": ("keep-loss-with-graph-2ranks-gas3", "matrix-stage1-ws2-gas1-sgd"),
+        "2-zero3": ("keep-loss-with-graph-2ranks-gas3-stage3", "matrix-stage3-ws2-gas4-adamw")}
 
 
 def trace_of(prefix):
@@ -67,13 +71,17 @@ def differences(alone, served):
 
 
 def main():
-    world_size = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    pair = sys.argv[1] if len(sys.argv) > 1 else "1"
+    if pair not in JOBS:
+        print(f"check_serving.py: PAIR must be one of {', '.join(JOBS)}, not {pair!r}")
+        return 2
+    world_size = int(pair.split("-")[0])
     python = client.deepspeed_python()
     if python is None:
         print("skipped: DeepSpeed 0.19.8 is not in trainrepro's cache")
         return client.SKIP
-    checks = Checklist(f"serving ({world_size} rank{'s' if world_size > 1 else ''})")
-    leaky, clean = (client.load_job(name) for name in JOBS[world_size])
+    checks = Checklist(f"serving ({pair}: {', '.join(JOBS[pair])})")
+    leaky, clean = (client.load_job(name) for name in JOBS[pair])
     with tempfile.TemporaryDirectory(prefix="trainrepro-serving-") as folder:
         alone = {}
         for name, job in (("leaky", leaky), ("clean", clean)):

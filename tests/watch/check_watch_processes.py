@@ -22,6 +22,11 @@ import sys
 import tempfile
 import time
 
+# torchrun (torch.distributed.elastic) leaves a torchelastic_* folder in $TMPDIR after every
+# launch: the launches here get a $TMPDIR of this script's own, removed when it ends.
+SCRATCH = tempfile.TemporaryDirectory(prefix="trainrepro-torchrun-")
+os.environ["TMPDIR"] = SCRATCH.name
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "scripts", "ranks-outlive-sigterm.py")
 ENVIRONMENT = dict(os.environ, OMP_NUM_THREADS="1")

@@ -23,6 +23,11 @@ import sys
 import tempfile
 import time
 
+# torchrun (torch.distributed.elastic) leaves a torchelastic_* folder in $TMPDIR after every
+# launch: the launches here get a $TMPDIR of this script's own, removed when it ends.
+SCRATCH = tempfile.TemporaryDirectory(prefix="trainrepro-torchrun-")
+os.environ["TMPDIR"] = SCRATCH.name
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 SCRIPTS = HERE / "scripts"
