@@ -34,13 +34,12 @@ constexpr const char* kDeepSpeedEngineNote =
     "has no counterpart for (DeepSpeed's config errors, fp16 loss scaling, Lamb, the Trainer's\n"
     "DeepSpeed loop, NVMe offload, TorchScript models) or not yet (CUDA) is skipped with the\n"
     "reason; offload to the CPU is CPUOffloadPolicy.\n"
-    "--serve-workers (opt-in, with --engine deepspeed): one set of worker ranks per world size\n"
-    "kept for the whole run and handed scenario after scenario (Python, import deepspeed and\n"
-    "the process group paid once per set; each scenario's model, engine, seeds and folder its\n"
-    "own). A set that times out (--rank-timeout), loses a rank or fails a scenario is ended and\n"
-    "that scenario alone is an error; the next starts a new set. Exit codes as above.\n"
-    "docs/engines.md, \"Ranks that serve job after job\". FSDP2 and the reference engine\n"
-    "ignore it.\n";
+    "--serve-workers (opt-in, with --engine deepspeed or fsdp2): one set of worker ranks per\n"
+    "world size kept for the whole run and handed scenario after scenario (Python, the imports\n"
+    "and the process group paid once per set; each scenario's model, engine, seeds and folder\n"
+    "its own). A set that times out (--rank-timeout), loses a rank or fails a scenario is ended\n"
+    "and that scenario alone is an error; the next starts a new set. Exit codes as above.\n"
+    "docs/engines.md, \"Ranks that serve job after job\". The reference engine ignores it.\n";
 
 }  // namespace
 
@@ -82,8 +81,9 @@ Subcommand add_run(CLI::App& app, int argc, char** argv) {
                   "fsdp2 (PyTorch's FSDP2 in the Python named by TRAINREPRO_FSDP2_PYTHON, else "
                   "the one whose torch built trainrepro)");
   run->add_flag("--serve-workers", run_args.serve_workers,
-                "--engine deepspeed: keep one set of worker ranks per world size for the whole "
-                "run instead of starting fresh ones for every scenario (opt-in; see below)");
+                "--engine deepspeed or fsdp2: keep one set of worker ranks per world size for "
+                "the whole run instead of starting fresh ones for every scenario (opt-in; see "
+                "below)");
   run->footer(std::string(kExitCodes) + kDeepSpeedEngineNote);
   return {run, [parsed, argc, argv] {
             parsed->run_args.provenance = current_run_provenance(argc, argv);

@@ -1,6 +1,7 @@
 #include "harness/worker/worker_trace.h"
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <ATen/ATen.h>
@@ -27,6 +28,18 @@ WorkerStatus worker_status_of(const std::string& spelling, const std::string& pa
   if (spelling == "error") return WorkerStatus::error;
   throw WorkerTraceError(path + ":/status: \"" + spelling +
                          "\" is none of trained, skipped, refused, error");
+}
+
+// A number of the trace, which the worker spells "NaN", "Infinity" or "-Infinity" when it is not
+// finite (deepspeed_engine_worker.py's json_safe: JSON has no such numbers; a diverged run's
+// losses are NaN and must reach the judge as NaN).
+double trace_number(const nlohmann::json& value, const std::string& where) {
+  if (value.is_number()) return value.get<double>();
+  if (value == "NaN") return std::numeric_limits<double>::quiet_NaN();
+  if (value == "Infinity") return std::numeric_limits<double>::infinity();
+  if (value == "-Infinity") return -std::numeric_limits<double>::infinity();
+  throw WorkerTraceError(where + ": expected a number (or \"NaN\", \"Infinity\", " +
+                         "\"-Infinity\"), found " + value.dump());
 }
 
 nlohmann::json read_worker_json(const std::string& path) {
@@ -71,7 +84,8 @@ void read_trained(const nlohmann::json& json, const std::string& prefix,
   trace.parameter_names = parameter_names;
   for (const at::Tensor& parameter : initial_parameters) trace.parameter_numel += parameter.numel();
   for (const nlohmann::json& micro : json.at("micro_steps")) {
-    trace.micro_steps.push_back({micro.at("loss").get<double>(), micro.at("items").get<int64_t>()});
+    trace.micro_steps.push_back({trace_number(micro.at("loss"), json_path + ":/micro_steps/loss"),
+                                 micro.at("items").get<int64_t>()});
   }
   const std::string tensors_path = prefix + ".safetensors";
   SafetensorsFile file;
@@ -104,9 +118,10 @@ void read_trained(const nlohmann::json& json, const std::string& prefix,
     OptimizerStepRecord step;
     step.micro_step = recorded.at("micro_step").get<int64_t>();
     step.through_engine = recorded.at("through_engine").get<bool>();
-    step.gradient_norm = recorded.at("gradient_norm").get<double>();
-    step.lr = recorded.at("lr").get<double>();
-    step.loss_scale = recorded.at("loss_scale").get<double>();
+    const std::string where = json_path + ":/steps/" + std::to_string(i) + "/";
+    step.gradient_norm = trace_number(recorded.at("gradient_norm"), where + "gradient_norm");
+    step.lr = trace_number(recorded.at("lr"), where + "lr");
+    step.loss_scale = trace_number(recorded.at("loss_scale"), where + "loss_scale");
     step.skipped = recorded.at("skipped").get<bool>();
     if (step.micro_step < previous_micro_step ||
         step.micro_step > static_cast<int64_t>(trace.micro_steps.size())) {

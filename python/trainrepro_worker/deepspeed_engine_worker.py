@@ -24,6 +24,7 @@ Usage: deepspeed_engine_worker.py --serve FOLDER WORLD_SIZE [ENGINE]
 """
 import glob
 import json
+import math
 import os
 import platform
 import socket
@@ -47,9 +48,23 @@ def free_port():
         return s.getsockname()[1]
 
 
+def json_safe(value):
+    """VALUE with every non-finite float spelled as a string: "NaN", "Infinity", "-Infinity".
+    Python's json writes them as bare NaN and Infinity, which no JSON reader accepts, so a run
+    that diverged (its losses NaN) gave an unreadable trace instead of its verdict;
+    harness/worker/worker_trace.cpp reads the strings back as numbers."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(item) for item in value]
+    return value
+
+
 def write_json_atomically(path, value):
     with open(path + ".partial", "w") as out:
-        json.dump(value, out)
+        json.dump(json_safe(value), out, allow_nan=False)
     os.replace(path + ".partial", path)
 
 

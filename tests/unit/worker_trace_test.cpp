@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <functional>
 #include <string>
 #include <utility>
@@ -144,6 +146,28 @@ TEST_F(WorkerTraceFiles, TrainedTraceBecomesTheReferenceEnginesTrace) {
   EXPECT_DOUBLE_EQ(trace.steps[1].gradients[0][1][2].item<double>(), 1.0);
   EXPECT_DOUBLE_EQ(trace.steps[1].parameters[1][0].item<double>(), 2.0);  // from bf16
   EXPECT_DOUBLE_EQ(trace.seconds, 1.5);
+}
+
+// A run that diverged: the worker spells its non-finite numbers as strings (JSON has none), and
+// they come back as the numbers they were, for the judge to call the run diverged.
+TEST_F(WorkerTraceFiles, NonFiniteNumbersComeBackFromTheirSpelling) {
+  write_safetensors(prefix_ + ".safetensors", trained_tensors());
+  nlohmann::json json = trained_json();
+  json["micro_steps"][2]["loss"] = "NaN";
+  json["steps"][1]["gradient_norm"] = "Infinity";
+  json["steps"][1]["loss_scale"] = "-Infinity";
+  write_json(json);
+  const Trace trace = read().trace;
+  EXPECT_TRUE(std::isnan(trace.micro_steps[2].loss));
+  EXPECT_TRUE(std::isnan(trace.steps[1].loss));
+  EXPECT_EQ(trace.steps[1].gradient_norm, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(trace.steps[1].loss_scale, -std::numeric_limits<double>::infinity());
+  json["steps"][0]["lr"] = "fast";
+  write_json(json);
+  EXPECT_NE(error_of_read().find("trace.json:/steps/0/lr: expected a number (or \"NaN\", "
+                                 "\"Infinity\", \"-Infinity\"), found \"fast\""),
+            std::string::npos)
+      << error_of_read();
 }
 
 TEST_F(WorkerTraceFiles, SkippedAndRefusedCarryDeepSpeedsWords) {
