@@ -19,10 +19,9 @@ Put back after every job, and why:
   job's model, optimizer and partitions outlived it (6-38 storages a rank, measured on zero/)
   and its set retired; partition_parameters' buffer cache and Init nesting count likewise.
 - The functools caches of those modules' functions and methods, and of DTensor's sharding
-  propagator (FSDP2), are emptied: the ZeRO-3
-  coordinator's __params_to_release is an lru_cache on a method, so its keys hold every
-  coordinator and submodule that ever asked (the same leak, from the other side); a fresh
-  process starts with them empty (and prints its log-once warnings again, as a fresh one does).
+  propagator (FSDP2), are emptied: the ZeRO-3 coordinator's __params_to_release is an
+  lru_cache on a method, so its keys hold every coordinator and submodule that ever asked (the
+  same leak, from the other side); a fresh process starts with them empty.
 - gc.unfreeze(), gc.enable(), gc.collect(): memory_census.py freezes what lives at a job's
   start and first boundary out of the collector; left frozen, job N's model and engine would
   never be collected and job N+1's census would count them as its own starting memory. One
