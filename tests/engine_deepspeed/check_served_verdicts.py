@@ -1,8 +1,9 @@
 """`trainrepro run --serve-workers` gives the verdicts fresh worker ranks give (issue 53).
 
-Usage: check_served_verdicts.py TRAINREPRO ORDER [ORDER...]
+Usage: check_served_verdicts.py TRAINREPRO [--engine ENGINE] ORDER [ORDER...]
 Each ORDER is one served run: scenario files or folders joined by commas, trained in that order
-by one set of ranks per world size (`run --engine deepspeed==0.19.8 --serve-workers`). Every
+by one set of ranks per world size (`run --engine ENGINE --serve-workers`; ENGINE is
+deepspeed==0.19.8 unless given, or fsdp2). Every
 scenario named in any ORDER is also run once one-shot (fresh ranks each). For every scenario
 and every run, the outcome, whether memory was judged, the memory diagnoses and the diagnosis
 kinds the result names must equal the one-shot run's: a leak seen by the next scenario of a set,
@@ -10,8 +11,9 @@ or a leak hidden by it, is a difference. And no set may end early (trainrepro's 
 "a set ended early" when a scenario left something behind): a set retired after each scenario
 would give every scenario fresh ranks and prove nothing about isolation. Prints each scenario's line and the host heap's
 growth (bytes/step) one-shot and served, so a drift shows before it flips a verdict.
-Exit 0 all equal, 1 a difference, 3 a run gave no results, 77 (CTest SKIP) when DeepSpeed 0.19.8
-is not in trainrepro's cache (TRAINREPRO_CACHE, else ~/.cache/trainrepro).
+Exit 0 all equal, 1 a difference, 3 a run gave no results, 77 (CTest SKIP) when ENGINE is
+deepspeed==0.19.8 and it is not in trainrepro's cache (TRAINREPRO_CACHE, else
+~/.cache/trainrepro).
 """
 import os
 import pathlib
@@ -23,7 +25,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import compare_engines  # noqa: E402 (beside this file)
 
 SKIP = 77
-ENGINE = "deepspeed==0.19.8"
+DEFAULT_ENGINE = "deepspeed==0.19.8"
 
 
 def release_installed():
@@ -46,32 +48,37 @@ def host_growth(result):
     return "-" if growth is None else f"{growth:.0f}"
 
 
-def run(trainrepro, paths, results, extra):
+def run(trainrepro, engine, paths, results, extra):
     """(the finished run, {scenario name: result}, seconds) of one run on ENGINE."""
-    return compare_engines.run(trainrepro, paths, results, ["--engine", ENGINE, *extra],
+    return compare_engines.run(trainrepro, paths, results, ["--engine", engine, *extra],
                                os.environ)
 
 
 def main():
-    if len(sys.argv) < 3:
+    arguments = sys.argv[1:]
+    engine = DEFAULT_ENGINE
+    if arguments[1:2] == ["--engine"]:
+        engine = arguments[2] if len(arguments) > 2 else ""
+        arguments = arguments[:1] + arguments[3:]
+    if len(arguments) < 2 or not engine:
         print(__doc__)
         return 2
-    if not release_installed():
+    if engine == DEFAULT_ENGINE and not release_installed():
         print(f"SKIP: DeepSpeed 0.19.8 is not in trainrepro's cache (run "
-              f"`trainrepro run --engine {ENGINE} SCENARIO` once to install it)")
+              f"`trainrepro run --engine {engine} SCENARIO` once to install it)")
         return SKIP
-    trainrepro, orders = sys.argv[1], [order.split(",") for order in sys.argv[2:]]
+    trainrepro, orders = arguments[0], [order.split(",") for order in arguments[1:]]
     every = list(dict.fromkeys(path for order in orders for path in order))
     differences = 0
     with tempfile.TemporaryDirectory(prefix="trainrepro-served-") as folder:
         folder = pathlib.Path(folder)
-        completed, alone, seconds = run(trainrepro, every, folder / "one-shot", [])
+        completed, alone, seconds = run(trainrepro, engine, every, folder / "one-shot", [])
         print(f"one-shot: {len(alone)} results in {seconds:.1f} s (exit {completed.returncode})")
         if not alone:
             print(completed.stdout[-3000:] + completed.stderr[-3000:])
             return 3
         for number, order in enumerate(orders, 1):
-            completed, served, seconds = run(trainrepro, order, folder / f"served-{number}",
+            completed, served, seconds = run(trainrepro, engine, order, folder / f"served-{number}",
                                              ["--serve-workers"])
             print(f"served run {number} ({' then '.join(pathlib.Path(p).stem for p in order)}): "
                   f"{len(served)} results in {seconds:.1f} s (exit {completed.returncode})")
