@@ -110,6 +110,10 @@ void write_worker_sources(const std::string& folder) {
   }
 }
 
+std::string worker_title(const DeepSpeedPython& python) {
+  return python.versions.engine == "fsdp2" ? "FSDP2" : "DeepSpeed";
+}
+
 WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json job,
                                  int timeout_seconds,
                                  const std::vector<std::string>& parameter_names,
@@ -144,9 +148,8 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
   remove_shared_memory_buffers(prefix + ".port");
   end_if_stopped(launch, folder);
   if (launch.timed_out) {
-    throw WorkerTraceError("the " +
-                           std::string(python.versions.engine == "fsdp2" ? "FSDP2" : "DeepSpeed") +
-                           " worker did not finish within " + std::to_string(timeout_seconds) +
+    throw WorkerTraceError("the " + worker_title(python) + " worker did not finish within " +
+                           std::to_string(timeout_seconds) +
                            " s (--rank-timeout) and was "
                            "killed; its output:\n" +
                            printable_output_tail(launch.output));

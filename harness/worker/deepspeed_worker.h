@@ -59,6 +59,9 @@ std::vector<std::string> with_private_caches(std::vector<std::string> arguments,
 // Writes the compiled-in Python files (python/trainrepro_worker) into `folder`.
 void write_worker_sources(const std::string& folder);
 
+// The worker's name in messages: "FSDP2" or "DeepSpeed" (its versions.engine).
+std::string worker_title(const DeepSpeedPython& python);
+
 // Runs the worker on `job` (its "trace" key is filled in here) with a limit of timeout_seconds,
 // and reads what it wrote. Throws WorkerTraceError when it wrote no usable trace (crashed, timed
 // out, truncated files), with the tail of its output. A stop signal (Ctrl-C) kills it, removes
@@ -70,7 +73,6 @@ WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json j
                                  int timeout_seconds,
                                  const std::vector<std::string>& parameter_names,
                                  const std::vector<at::Tensor>& initial_parameters,
-                                 WorkerSets* served = nullptr,
-                                 const std::string& served_as = "");
+                                 WorkerSets* served = nullptr, const std::string& served_as = "");
 
 }  // namespace trainrepro

@@ -21,8 +21,7 @@ std::string with_output(const std::string& what, const ServedAnswer& answer) {
 }  // namespace
 
 WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
-                              int timeout_seconds,
-                              const std::vector<std::string>& parameter_names,
+                              int timeout_seconds, const std::vector<std::string>& parameter_names,
                               const std::vector<at::Tensor>& initial_parameters,
                               const std::string& named) {
   const int world_size = job.value("world_size", 1);
@@ -36,7 +35,7 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
       ++started_;
     } catch (const std::runtime_error& error) {
       sets_.erase(key);
-      throw WorkerTraceError("the " + python.versions.engine +
+      throw WorkerTraceError("the " + worker_title(python) +
                              " worker set (--serve-workers) could not start: " + error.what());
     }
   }
@@ -52,7 +51,7 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
     sets_.erase(key);
     throw WorkerTraceError(with_output(what, answer));
   };
-  const std::string worker = python.versions.engine == "fsdp2" ? "FSDP2" : "DeepSpeed";
+  const std::string worker = worker_title(python);
   switch (answer.status) {
     case ServedAnswer::Status::stopped: {
       const int signal = answer.stopped_by_signal;
@@ -71,8 +70,8 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
       return drop_and_fail("a rank of the " + worker + " worker set died during " + job_name +
                            " (the set's answer: " + answer.answer + ")");
     case ServedAnswer::Status::no_trace:
-      return drop_and_fail("no rank of the " + worker + " worker set wrote a trace for " + job_name +
-                           " (the set's answer: " + answer.answer + ")");
+      return drop_and_fail("no rank of the " + worker + " worker set wrote a trace for " +
+                           job_name + " (the set's answer: " + answer.answer + ")");
     case ServedAnswer::Status::answered:
       break;
   }

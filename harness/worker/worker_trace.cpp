@@ -83,9 +83,12 @@ void read_trained(const nlohmann::json& json, const std::string& prefix,
   }
   trace.parameter_names = parameter_names;
   for (const at::Tensor& parameter : initial_parameters) trace.parameter_numel += parameter.numel();
-  for (const nlohmann::json& micro : json.at("micro_steps")) {
-    trace.micro_steps.push_back({trace_number(micro.at("loss"), json_path + ":/micro_steps/loss"),
-                                 micro.at("items").get<int64_t>()});
+  const nlohmann::json& micro_steps = json.at("micro_steps");
+  for (size_t i = 0; i < micro_steps.size(); ++i) {
+    const nlohmann::json& micro = micro_steps[i];
+    trace.micro_steps.push_back(
+        {trace_number(micro.at("loss"), json_path + ":/micro_steps/" + std::to_string(i) + "/loss"),
+         micro.at("items").get<int64_t>()});
   }
   const std::string tensors_path = prefix + ".safetensors";
   SafetensorsFile file;
