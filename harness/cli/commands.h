@@ -34,8 +34,8 @@ struct NewScenarioArgs {
   int64_t steps = 4;
   std::string description;         // empty: a line saying where the scenario came from
   std::string expected_diagnosis;  // empty: "expect" is a pass
-  bool force = false;        // replace an existing output file
-  bool write_golden = true;  // compute the golden once the scenario is written
+  bool force = false;              // replace an existing output file
+  bool write_golden = true;        // compute the golden once the scenario is written
   std::string golden_dir = "golden";
 };
 int run_new_scenario(const NewScenarioArgs& args);
@@ -58,8 +58,11 @@ struct RunArgs {
   bool allow_large = false;          // run scenarios the resource check refuses
   std::string junit_file;            // empty: no JUnit XML
   std::string engine = "reference";  // --engine: or "deepspeed", "deepspeed==0.18.6"
-  bool serve_workers = false;        // --serve-workers: DeepSpeed's ranks kept across scenarios
-  RunProvenance provenance;          // written into every results file
+  // A Python engine's ranks kept across scenarios (the default); --fresh-workers: new ones for
+  // every scenario. --serve-workers, once the opt-in, is kept for the scripts that pass it.
+  bool serve_workers = false;
+  bool fresh_workers = false;
+  RunProvenance provenance;  // written into every results file
 };
 int run_scenarios(const RunArgs& args);
 
@@ -71,14 +74,14 @@ struct WatchArgs {
   std::optional<int64_t> intended_batch;  // empty: what DeepSpeed resolved
   std::string results_file;               // empty: none written
   int timeout_seconds = 3600;
-  std::string save_scenario;              // empty: none; else the scenario file to write
-  std::string loss = "auto";              // the golden's loss (--loss)
-  std::string golden = "own";             // --golden: own (the run's dtype) or float64
+  std::string save_scenario;               // empty: none; else the scenario file to write
+  std::string loss = "auto";               // the golden's loss (--loss)
+  std::string golden = "own";              // --golden: own (the run's dtype) or float64
   int64_t coordinates = int64_t{1} << 18;  // --coordinates: judged per window (0: all)
-  std::string junit_file;                 // empty: no JUnit XML
-  std::string html_file;                  // empty: no HTML page
-  std::string golden_dir = "golden";      // where the saved scenario's golden goes
-  RunProvenance provenance;               // written into the results and JUnit files
+  std::string junit_file;                  // empty: no JUnit XML
+  std::string html_file;                   // empty: no HTML page
+  std::string golden_dir = "golden";       // where the saved scenario's golden goes
+  RunProvenance provenance;                // written into the results and JUnit files
 };
 int run_watch(const WatchArgs& args);
 

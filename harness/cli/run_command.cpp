@@ -71,12 +71,11 @@ int run_scenarios(const RunArgs& args) {
   options.engine = training_engine_for(engine.deepspeed);
   // Declared after the reporters, so it ends first: every set is stopped before this returns.
   WorkerSets worker_sets;
-  if (args.serve_workers) {
-    if (engine.deepspeed) {  // a Python worker: DeepSpeed's or FSDP2's
-      options.worker_sets = &worker_sets;
-    } else {
-      std::cerr << "--serve-workers: ignored: the reference engine starts no worker\n";
-    }
+  if (engine.deepspeed && !args.fresh_workers) {  // a Python worker: DeepSpeed's or FSDP2's
+    options.worker_sets = &worker_sets;
+  } else if (!engine.deepspeed && (args.serve_workers || args.fresh_workers)) {
+    std::cerr << (args.serve_workers ? "--serve-workers" : "--fresh-workers")
+              << ": ignored: the reference engine starts no worker\n";
   }
 
   std::vector<ScenarioResult> results;

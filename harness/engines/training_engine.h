@@ -22,7 +22,7 @@ namespace trainrepro {
 struct TrainingContext {
   int timeout_seconds = 600;             // a worker that takes longer is killed
   Communicator* communicator = nullptr;  // this rank's, when ranks were launched; else none
-  // `run --serve-workers`: the DeepSpeed worker's ranks kept across scenarios; none: fresh
+  // `run`'s worker sets (the default): the worker ranks kept across scenarios; none: fresh
   // ranks for every scenario.
   WorkerSets* worker_sets = nullptr;
 };

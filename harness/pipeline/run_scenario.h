@@ -24,8 +24,8 @@ struct RunOptions {
   // What trains each scenario (`run --engine`, chosen once before any scenario); the golden,
   // judges and reporters are the same whichever it is.
   std::shared_ptr<const TrainingEngine> engine = reference_training_engine();
-  // `run --serve-workers`: the worker sets kept for the whole run (the caller owns them);
-  // none: fresh worker ranks for every scenario.
+  // `run`'s worker sets, kept for the whole run (the caller owns them; the default with a
+  // Python engine); none: fresh worker ranks for every scenario (--fresh-workers).
   WorkerSets* worker_sets = nullptr;
 };
 

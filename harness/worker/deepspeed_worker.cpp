@@ -34,6 +34,15 @@ std::optional<std::string> read_probe_answer_file(const std::string& path) {
   return text;
 }
 
+// The command of a worker Python the user named (or python3, or torch's): one OpenMP thread per
+// rank process unless OMP_NUM_THREADS says otherwise, as a managed release gets (each rank uses
+// one LibTorch thread). Unset, `import torch` starts an OpenMP thread, and a serving set's
+// coordinator with a second thread cannot fork its ranks (serving.py, why_fork_is_unsafe).
+std::vector<std::string> with_one_openmp_thread(const std::string& program) {
+  if (std::getenv("OMP_NUM_THREADS") != nullptr) return {program};
+  return {"env", "OMP_NUM_THREADS=1", program};
+}
+
 }  // namespace
 
 std::string deepspeed_python_program() {
@@ -45,7 +54,7 @@ DeepSpeedPython find_deepspeed_python(int probe_timeout_seconds) {
   const char* given = std::getenv("TRAINREPRO_DEEPSPEED_PYTHON");
   const std::string program = deepspeed_python_program();
   return probe_deepspeed_python(
-      {program},
+      with_one_openmp_thread(program),
       program + (given != nullptr && *given != '\0'
                      ? " (TRAINREPRO_DEEPSPEED_PYTHON)"
                      : " (python3 on the PATH; set TRAINREPRO_DEEPSPEED_PYTHON to "
@@ -64,7 +73,7 @@ DeepSpeedPython find_fsdp2_python(int probe_timeout_seconds) {
   const char* given = std::getenv("TRAINREPRO_FSDP2_PYTHON");
   const bool chosen = given != nullptr && *given != '\0';
   const std::string program = chosen ? given : torch_python_executable();
-  return probe_worker_python({program},
+  return probe_worker_python(with_one_openmp_thread(program),
                              program + (chosen ? " (TRAINREPRO_FSDP2_PYTHON)"
                                                : " (the Python whose torch built "
                                                  "trainrepro; set "

@@ -65,9 +65,9 @@ std::string worker_title(const DeepSpeedPython& python);
 // Runs the worker on `job` (its "trace" key is filled in here) with a limit of timeout_seconds,
 // and reads what it wrote. Throws WorkerTraceError when it wrote no usable trace (crashed, timed
 // out, truncated files), with the tail of its output. A stop signal (Ctrl-C) kills it, removes
-// the folder and ends this process by the same signal. With `served` (`run --serve-workers`) a
-// DeepSpeed job goes to the set of ranks kept for its world size instead of fresh ones; FSDP2
-// jobs always get fresh ones (serving.py's ranks import DeepSpeed, which FSDP2's Python lacks).
+// the folder and ends this process by the same signal. With `served` (`run`'s default; none
+// with --fresh-workers) a DeepSpeed or FSDP2 job goes to the set of ranks kept for its world size
+// and engine instead of fresh ones.
 // `served_as` names the job in the sets' summary (the scenario's file).
 WorkerTrace run_deepspeed_worker(const DeepSpeedPython& python, nlohmann::json job,
                                  int timeout_seconds,

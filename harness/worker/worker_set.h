@@ -1,4 +1,4 @@
-// One set of DeepSpeed worker ranks that serves job after job (`run --serve-workers`, issue 53):
+// One set of DeepSpeed worker ranks that serves job after job (`run`'s default, issue 53):
 // python/trainrepro_worker/serving.py's coordinator started with --serve in a private folder,
 // so that Python, `import deepspeed` and the process group are paid once per set, not once per
 // scenario. The channel is files renamed into place in that folder (serving.py's docstring).
@@ -24,11 +24,11 @@ struct ServedAnswer {
     stopped,     // a stop signal reached this process while it waited: the set was killed
   };
   Status status = Status::set_ended;
-  bool retired = true;     // the set serves no further job
-  std::string prefix;      // the job's trace prefix
-  std::string answer;      // the coordinator's answer as it wrote it ("" without one)
-  std::string output;      // the tail of what the set printed since the job was handed over
-  int exit_code = -1;      // the coordinator's, once it ended
+  bool retired = true;        // the set serves no further job
+  std::string prefix;         // the job's trace prefix
+  std::string answer;         // the coordinator's answer as it wrote it ("" without one)
+  std::string output;         // the tail of what the set printed since the job was handed over
+  int exit_code = -1;         // the coordinator's, once it ended
   int stopped_by_signal = 0;  // stopped: the signal (the caller cleans up, then end_by_signal)
 };
 

@@ -36,7 +36,8 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
     } catch (const std::runtime_error& error) {
       sets_.erase(key);
       throw WorkerTraceError("the " + worker_title(python) +
-                             " worker set (--serve-workers) could not start: " + error.what());
+                             " worker set could not start: " + error.what() +
+                             " (--fresh-workers starts new ranks for each scenario instead)");
     }
   }
   WorkerSet& set = *slot;
@@ -92,8 +93,9 @@ WorkerTrace WorkerSets::train(const DeepSpeedPython& python, nlohmann::json job,
 }
 
 std::string WorkerSets::summary() const {
-  std::string text = "--serve-workers: " + std::to_string(jobs_) + " scenario(s) handed to " +
-                     std::to_string(started_) + " set(s) of worker ranks";
+  std::string text = "worker sets: " + std::to_string(jobs_) + " scenario(s) handed to " +
+                     std::to_string(started_) +
+                     " set(s) of worker ranks (--fresh-workers: new ranks for every scenario)";
   for (const std::string& why : ended_early_) text += "\n  a set ended early: " + why;
   return text;
 }

@@ -1,7 +1,7 @@
-// The worker sets of one `trainrepro run --serve-workers`: a set of DeepSpeed ranks per Python
-// and world size (worker_set.h), kept for the whole run, so that each scenario after a set's
-// first pays for its training alone. A set that fails a job (a timeout, a rank that died, a job
-// that did not train) is dropped and the next scenario starts a new one: the failure is that
+// The worker sets of one `trainrepro run --engine deepspeed|fsdp2`: a set of worker ranks per
+// Python, engine and world size (worker_set.h), kept for the whole run, so that each scenario after
+// a set's first pays for its training alone. A set that fails a job (a timeout, a rank that died, a
+// job that did not train) is dropped and the next scenario starts a new one: the failure is that
 // scenario's alone.
 #pragma once
 #include <map>

@@ -57,8 +57,14 @@ def optimizer_for(spec, parameters):
     if kind in ("adam", "adamw"):
         decoupled = kind == "adamw" or spec["decoupled_weight_decay"]
         optimizer_class = torch.optim.AdamW if decoupled else torch.optim.Adam
-        return optimizer_class(parameters, lr=spec["lr"], betas=(spec["beta1"], spec["beta2"]),
-                               eps=spec["eps"], weight_decay=spec["weight_decay"])
+        try:
+            return optimizer_class(parameters, lr=spec["lr"],
+                                   betas=(spec["beta1"], spec["beta2"]), eps=spec["eps"],
+                                   weight_decay=spec["weight_decay"])
+        except ValueError as refusal:  # torch checks the ranges, DeepSpeed's Adam does not
+            raise NotExpressible(f"torch.optim.{optimizer_class.__name__} refuses the config's "
+                                 f"optimizer params ({refusal}); DeepSpeed's Adam takes "
+                                 "them") from None
     if kind == "sgd":
         return torch.optim.SGD(parameters, lr=spec["lr"], momentum=spec["momentum"],
                                dampening=spec["dampening"], nesterov=spec["nesterov"],

@@ -96,9 +96,11 @@ class MemoryCensus:
     """One rank's memory probe. sample() at the reference engine's points; result() for the
     trace's "memory" object."""
 
-    def __init__(self, excluded_tensors):
+    def __init__(self, excluded_tensors, frozen_tensors=()):
         # excluded_tensors(): the worker's own tensors (its records of gradients and parameters,
-        # the golden's), never the training's memory.
+        # the golden's), never the training's memory. frozen_tensors: weak references to the
+        # tensors the caller already froze out of the collector (a serving rank freezes what it
+        # kept across jobs, job_isolation.py), which gc.get_objects() no longer lists.
         self._excluded_tensors = excluded_tensors
         self._mallinfo2 = _mallinfo2()
         self._page_size = os.sysconf("SC_PAGE_SIZE")
@@ -109,7 +111,7 @@ class MemoryCensus:
         self._peak = 0
         self.samples = []
         gc.collect()
-        self._frozen = _weak_references_to_every_tensor()
+        self._frozen = list(frozen_tensors) + _weak_references_to_every_tensor()
         gc.freeze()
         # The frozen tensors' storages (key -> [bytes, birth step]) while a census skips them:
         # None until the first boundary, when they are counted and frozen again.

@@ -5,8 +5,10 @@ job").
 
 Usage: deepspeed_engine_worker.py --serve FOLDER WORLD_SIZE [ENGINE]
   Started once, without TRAINREPRO_WORKER_RANKS_STARTED: the set's coordinator. It writes
-  FOLDER/port (the /dev/shm buffers to remove are named after it), starts WORLD_SIZE rank
-  processes (this same command with RANK set), and answers the jobs. ENGINE is deepspeed (the
+  FOLDER/port (the /dev/shm buffers to remove are named after it), imports what a rank imports
+  and forks WORLD_SIZE rank processes from itself (start_rank_processes), and answers the jobs.
+  With TRAINREPRO_WORKER_RANKS_STARTED=1 and RANK set, this command is one rank (where forking
+  is unsafe, the coordinator starts its ranks so). ENGINE is deepspeed (the
   default: the ranks import DeepSpeed and start the process group through it) or fsdp2 (torch
   alone: FSDP2's Python need not have DeepSpeed); a set serves jobs of its engine only.
 
@@ -38,6 +40,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 
 import deepspeed_engine_worker as one_shot
 
@@ -79,10 +82,7 @@ def serve_ranks(folder, world_size, engine="deepspeed"):
     one_shot.write_json_atomically(os.path.join(folder, "port.json"), {"port": port})
     with open(os.path.join(folder, "port"), "w") as out:
         out.write(str(port))
-    command = [sys.executable, os.path.abspath(one_shot.__file__), "--serve", folder,
-               str(world_size), engine]
-    ranks = [subprocess.Popen(command, env=one_shot.rank_environment(r, world_size, port))
-             for r in range(world_size)]
+    ranks = start_rank_processes(folder, world_size, engine, port)
     try:
         return answer_jobs(folder, world_size, ranks)
     finally:
@@ -91,6 +91,134 @@ def serve_ranks(folder, world_size, engine="deepspeed"):
                 rank.kill()
             rank.wait()
         one_shot.remove_shared_memory_buffers(port)
+
+
+# What torch imports on first use, inside a rank's first job, measured there on 2 cores with 4
+# ranks: torch._dynamo by torch.optim.Optimizer.__init__ (torch._disable_dynamo; every job's
+# optimizer, DeepSpeed's FusedAdam included), 2.5 s; torch._inductor.compile_fx by the first
+# torch.compile decorator (DeepSpeed 0.19.8 imports its Muon optimizer, compiled, for any ZeRO
+# stage above 0), 2.1 s.
+IMPORTED_ON_FIRST_USE = ("torch._dynamo", "torch._inductor.compile_fx")
+
+
+def import_what_ranks_import(engine):
+    """The modules every rank of ENGINE imports before its first job (serve_jobs, train_rank),
+    imported here once so that the ranks forked from this process start with them."""
+    import importlib
+    import torch  # noqa: F401
+    for name in IMPORTED_ON_FIRST_USE:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # another torch: its job imports what it needs, as before
+            pass
+    import job_isolation  # noqa: F401
+    import memory_census  # noqa: F401
+    import zoo  # noqa: F401
+    from safetensors.torch import load_file, save_file  # noqa: F401
+    if engine == "fsdp2":
+        import fsdp2_worker  # noqa: F401
+        import torch.distributed.fsdp  # noqa: F401
+        import torch.distributed.tensor  # noqa: F401
+    else:
+        import deepspeed  # noqa: F401
+        import ds_worker  # noqa: F401
+
+
+def why_fork_is_unsafe():
+    """Why this process cannot be forked into ranks, or None. A fork copies one thread: a
+    second one (an import that started a thread pool) would leave its locks held in the child,
+    and CUDA, once initialised, does not work in a forked child."""
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        return f"{threads} threads run in the coordinator after the imports"
+    torch = sys.modules["torch"]
+    if torch.cuda.is_initialized():
+        return "CUDA was initialised by the imports"
+    return None
+
+
+def start_rank_processes(folder, world_size, engine, port):
+    """The set's ranks, forked from this process once it has imported what they import: the
+    imports are paid once per set rather than once per rank (on 2 cores the first job of a
+    four-rank set went from 18.2 s to 12.7 s, and scenarios/zero/ from 162.0 s to 151.5 s:
+    docs/engines.md). Each rank then starts its own process group, as a rank started anew does.
+    Where forking is unsafe (why_fork_is_unsafe), each rank is a new Python started with this
+    same command."""
+    import_what_ranks_import(engine)
+    unsafe = why_fork_is_unsafe()
+    if unsafe is not None:
+        print(f"trainrepro worker set: each rank starts its own Python: {unsafe}",
+              file=sys.stderr)
+        command = [sys.executable, os.path.abspath(one_shot.__file__), "--serve", folder,
+                   str(world_size), engine]
+        return [subprocess.Popen(command, env=one_shot.rank_environment(r, world_size, port))
+                for r in range(world_size)]
+    return [ForkedRank(folder, r, world_size, engine, port) for r in range(world_size)]
+
+
+class ForkedRank:
+    """One rank forked from the coordinator, with the part of subprocess.Popen's interface the
+    coordinator uses (poll, wait, send_signal, kill; returncode negative for a signal)."""
+
+    def __init__(self, folder, rank, world_size, engine, port):
+        sys.stdout.flush()  # else what is buffered would be written twice
+        sys.stderr.flush()
+        self.returncode = None
+        coordinator = os.getpid()
+        self.pid = os.fork()
+        if self.pid == 0:
+            self._serve(folder, rank, world_size, engine, port, coordinator)  # never returns
+
+    @staticmethod
+    def _serve(folder, rank, world_size, engine, port, coordinator):
+        code = 3
+        try:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the coordinator's handler is not ours
+            die_with(coordinator)
+            os.environ.update(one_shot.rank_environment(rank, world_size, port))
+            code = serve_jobs(folder, rank, world_size, engine)
+        except SystemExit as exit_request:
+            code = exit_request.code if isinstance(exit_request.code, int) else 3
+        except BaseException:  # noqa: BLE001 - reported, and the rank ends here, never returns
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)  # never back into the coordinator's frames
+
+    def _reaped(self, status):
+        self.returncode = -os.WTERMSIG(status) if os.WIFSIGNALED(status) \
+            else os.WEXITSTATUS(status)
+        return self.returncode
+
+    def poll(self):
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid != 0:
+                self._reaped(status)
+        return self.returncode
+
+    def wait(self):
+        if self.returncode is None:
+            self._reaped(os.waitpid(self.pid, 0)[1])
+        return self.returncode
+
+    def send_signal(self, signum):
+        if self.returncode is None:
+            os.kill(self.pid, signum)
+
+    def kill(self):
+        self.send_signal(signal.SIGKILL)
+
+
+def die_with(coordinator):
+    """A forked rank is killed when its coordinator dies (PR_SET_PDEATHSIG), even mid-job; then
+    checks the coordinator did not die before that was set."""
+    import ctypes
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != coordinator:
+        os._exit(3)
 
 
 def answer_jobs(folder, world_size, ranks):

@@ -19,9 +19,10 @@ SCENARIO = "scenarios/accumulation/gas-missing.json"
 def run(trainrepro, mode, results):
     env = dict(os.environ, TRAINREPRO_DEEPSPEED_PYTHON=str(HERE / "fake_deepspeed_python.py"),
                FAKE_DEEPSPEED_MODE=mode)
-    return subprocess.run([trainrepro, "run", SCENARIO, "--engine", "deepspeed", "--results",
-                           str(results)], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    # --fresh-workers: the stand-in is a one-shot worker (JOB.json), not a serving set.
+    return subprocess.run([trainrepro, "run", SCENARIO, "--engine", "deepspeed",
+                           "--fresh-workers", "--results", str(results)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
 
 
 def main():

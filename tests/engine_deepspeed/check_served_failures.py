@@ -1,8 +1,8 @@
-"""A served worker that dies or hangs costs its scenario alone (`run --serve-workers`, issue 53).
+"""A served worker that dies or hangs costs its scenario alone (`run`'s worker sets, issue 53).
 
 Usage: check_served_failures.py TRAINREPRO
 Runs five 1-rank memory scenarios in one `trainrepro run --engine deepspeed==0.19.8
---serve-workers --rank-timeout 45`. While the 2nd scenario trains, this script kills the set's
+--rank-timeout 45` (served: the default). While the 2nd scenario trains, this script kills the set's
 rank (SIGKILL); while the 4th trains on the set that replaced it, it stops that set's rank
 (SIGSTOP: a hang). Required: the 2nd scenario an infrastructure error naming the dead rank, the
 4th one naming the timeout, the 1st, 3rd and 5th their one-shot outcome (passed or reproduced),
@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from check_served_verdicts import ENGINE, SKIP, release_installed
+from check_served_verdicts import DEFAULT_ENGINE as ENGINE, SKIP, release_installed
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SCENARIOS = ["mlp-keep-nothing", "mlp-keep-loss-item", "mlp-eval-under-no-grad",
@@ -89,8 +89,8 @@ def main():
     paths = [str(ROOT / "scenarios" / "memory" / f"{name}.json") for name in SCENARIOS]
     with tempfile.TemporaryDirectory(prefix="trainrepro-served-failures-") as results:
         trainrepro = subprocess.Popen(
-            [sys.argv[1], "run", *paths, "--engine", ENGINE, "--serve-workers",
-             "--rank-timeout", "45", "--results", results],
+            [sys.argv[1], "run", *paths, "--engine", ENGINE, "--rank-timeout", "45",
+             "--results", results],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.time() + 600
         killed = act_on_second_job(trainrepro, [], signal.SIGKILL, deadline)

@@ -1,10 +1,11 @@
-"""`trainrepro run --serve-workers` gives the verdicts fresh worker ranks give (issue 53).
+"""`trainrepro run`'s worker sets give the verdicts fresh worker ranks give (issue 53).
 
 Usage: check_served_verdicts.py TRAINREPRO [--engine ENGINE] ORDER [ORDER...]
 Each ORDER is one served run: scenario files or folders joined by commas, trained in that order
 by one set of ranks per world size (`run --engine ENGINE --serve-workers`; ENGINE is
 deepspeed==0.19.8 unless given, or fsdp2). Every
-scenario named in any ORDER is also run once one-shot (fresh ranks each). For every scenario
+scenario named in any ORDER is also run once one-shot (fresh ranks each: `--fresh-workers`).
+The served runs pass `--serve-workers`, the default, which stays accepted. For every scenario
 and every run, the outcome, whether memory was judged, the memory diagnoses and the diagnosis
 kinds the result names must equal the one-shot run's: a leak seen by the next scenario of a set,
 or a leak hidden by it, is a difference. And no set may end early (trainrepro's last lines say
@@ -72,7 +73,8 @@ def main():
     differences = 0
     with tempfile.TemporaryDirectory(prefix="trainrepro-served-") as folder:
         folder = pathlib.Path(folder)
-        completed, alone, seconds = run(trainrepro, engine, every, folder / "one-shot", [])
+        completed, alone, seconds = run(trainrepro, engine, every, folder / "one-shot",
+                                        ["--fresh-workers"])
         print(f"one-shot: {len(alone)} results in {seconds:.1f} s (exit {completed.returncode})")
         if not alone:
             print(completed.stdout[-3000:] + completed.stderr[-3000:])

@@ -42,13 +42,14 @@ def write_json_atomically(path, value):
 class ServingSet:
     """One coordinator and its ranks; each job's trace goes to its own folder under `folder`."""
 
-    def __init__(self, python, world_size, folder):
+    def __init__(self, python, world_size, folder, engine="deepspeed", prefix=()):
+        """PREFIX: arguments between the Python and the worker (check_rank_start.py's wrapper)."""
         self.folder = pathlib.Path(folder)
         self.serve = self.folder / "serve"
         self.serve.mkdir(parents=True)
         self.output = open(self.folder / "serve-output.txt", "w")
         self.process = subprocess.Popen(
-            [python, str(WORKER), "--serve", str(self.serve), str(world_size)],
+            [python, *prefix, str(WORKER), "--serve", str(self.serve), str(world_size), engine],
             stdout=self.output, stderr=subprocess.STDOUT, start_new_session=True)
         self.jobs = 0
 

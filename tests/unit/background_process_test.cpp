@@ -1,4 +1,4 @@
-// A background process (the worker sets of `run --serve-workers`) outlives the blocking launches
+// A background process (the worker sets of `run --engine deepspeed`) outlives the blocking launches
 // that run meanwhile, and ends with its whole tree when asked: what lets one set of ranks serve
 // scenario after scenario without a probe or another launch killing it.
 #include "harness/distributed/background_process.h"
@@ -67,8 +67,8 @@ TEST(BackgroundProcess, WaitUntilSaysTheCommandEndedAndItsExitCode) {
 TEST(BackgroundProcess, WaitUntilTimesOutWhileTheCommandRuns) {
   const std::string folder = create_rank_work_folder();
   BackgroundProcess slow({"/bin/sleep", "300"}, folder + "/slow.txt");
-  const WaitEnd end = slow.wait_until([] { return false; }, std::chrono::steady_clock::now() +
-                                                               std::chrono::milliseconds(100));
+  const WaitEnd end = slow.wait_until(
+      [] { return false; }, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
   EXPECT_EQ(end, WaitEnd::timed_out);
   EXPECT_TRUE(slow.running());
   slow.end(std::chrono::milliseconds(100));
