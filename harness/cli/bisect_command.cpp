@@ -164,11 +164,10 @@ int run_bisect(const BisectArgs& args) {
   options.rank_timeout_seconds = args.rank_timeout_seconds;
   // Each probe trains on a worker set, as `run` does: its ranks forked from one coordinator that
   // imported the release once, not each importing it (a four-rank set's first job took 12.7 s
-  // so against 18.2 s). The set is ended after its probe: a set serves one Python, and the
+  // forked against 18.2 s). The set is ended after its probe: a set serves one Python, and the
   // next probe is another release.
   WorkerSets worker_sets;
   options.worker_sets = &worker_sets;
-  std::optional<std::string> infrastructure;  // why a release could not be probed
   auto probe = [&](const std::string& release) {
     const auto probe_start = std::chrono::steady_clock::now();
     try {

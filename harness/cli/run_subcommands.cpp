@@ -40,7 +40,7 @@ constexpr const char* kDeepSpeedEngineNote =
     "that times out (--rank-timeout), loses a rank or fails a scenario is ended and that\n"
     "scenario alone is an error; the next starts a new set. --fresh-workers starts new ranks\n"
     "for every scenario instead (what a user's own launch does; about 4x slower: scenarios/\n"
-    "took 32.6 min so and 7.6 min served on 2 cores).\n"
+    "took 32.6 min with it and 7.6 min served, 2 cores, 2026-12-06).\n"
     "--serve-workers, the opt-in before serving was the default, is still accepted. Exit codes\n"
     "as above. docs/engines.md, \"Ranks that serve job after job\". The reference engine ignores\n"
     "both.\n";
